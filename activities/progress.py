@@ -1,0 +1,104 @@
+"""Progress of a running leg, carried by activity heartbeats.
+
+A leg heartbeats all the time (that is how a dead worker is detected and how
+cancellation reaches a running body); the heartbeat details carry the latest
+progress. ``tasks/get`` reads them from the pending activity through
+``describe()``, so reporting progress writes nothing to the workflow history.
+
+FastMCP's ``Progress`` dependency only knows Docket's execution and an
+in-memory fallback. ``install_progress_bridge`` makes it use the running leg's
+``LegProgress`` instead; the bridge is process-global, reference-counted by the
+extension's lifespan, and inert outside a leg.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastmcp.server.dependencies import Progress
+from fastmcp_temporal.activities.task_context import current_leg_progress
+from temporalio import activity
+
+
+class LegProgress:
+    """Progress state of one leg; every change is sent as a heartbeat."""
+
+    def __init__(self) -> None:
+        self._current: float | None = None
+        self._total: float | None = None
+        self._message: str | None = None
+
+    @property
+    def current(self) -> int | None:
+        return None if self._current is None else int(self._current)
+
+    @property
+    def total(self) -> int:
+        return int(self._total) if self._total is not None else 1
+
+    @property
+    def message(self) -> str | None:
+        return self._message
+
+    def details(self) -> dict[str, Any]:
+        return {"progress": self._current, "total": self._total, "message": self._message}
+
+    def report(self, *, progress: float | None, total: float | None, message: str | None) -> None:
+        if progress is not None:
+            self._current = progress
+        if total is not None:
+            self._total = total
+        if message is not None:
+            self._message = message
+        activity.heartbeat(self.details())
+
+    # The ``ProgressLike`` protocol FastMCP's ``Progress`` dependency delegates to.
+    async def set_total(self, total: int) -> None:
+        if total < 1:
+            raise ValueError("Total must be at least 1")
+        self.report(progress=None, total=total, message=None)
+
+    async def increment(self, amount: int = 1) -> None:
+        if amount < 1:
+            raise ValueError("Amount must be at least 1")
+        self.report(progress=(self._current or 0) + amount, total=None, message=None)
+
+    async def set_message(self, message: str | None) -> None:
+        self.report(progress=None, total=None, message=message)
+
+    async def heartbeat_forever(self, interval_s: float) -> None:
+        """Keep the leg alive (and cancellable) while the body runs."""
+        while True:
+            activity.heartbeat(self.details())
+            await asyncio.sleep(interval_s)
+
+
+_original_aenter: Any = None
+_bridge_holds = 0
+
+
+async def _progress_aenter(self: Progress) -> Progress:
+    leg = current_leg_progress.get()
+    if leg is None:
+        return await _original_aenter(self)
+    instance = Progress()
+    instance._impl = leg
+    return instance
+
+
+def install_progress_bridge() -> None:
+    """Route the ``Progress`` dependency to the running leg (refcounted)."""
+    global _original_aenter, _bridge_holds
+    _bridge_holds += 1
+    if _original_aenter is None:
+        _original_aenter = Progress.__aenter__
+        Progress.__aenter__ = _progress_aenter  # type: ignore[method-assign]
+
+
+def uninstall_progress_bridge() -> None:
+    global _original_aenter, _bridge_holds
+    _bridge_holds = max(0, _bridge_holds - 1)
+    if _bridge_holds == 0 and _original_aenter is not None:
+        Progress.__aenter__ = _original_aenter  # type: ignore[method-assign]
+        _original_aenter = None

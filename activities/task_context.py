@@ -1,0 +1,122 @@
+"""The ``Context`` a tool body sees inside a task leg.
+
+A leg runs on a worker, long after (and maybe far from) the ``tools/call`` that
+created the task. There is no live session and no request, so the foreground
+``Context`` would fail at the first log line. ``TaskContext`` keeps the same
+surface and answers from what the task captured at creation:
+
+- ``task_id`` / ``is_background_task`` identify the task; ``request_context`` is
+  ``None`` and ``session`` raises, because there is no request;
+- ``report_progress`` (and the ``Progress`` dependency) heartbeat the activity,
+  which is how ``tasks/get`` reports ``statusMessage`` while a leg runs;
+- logging is gated by the submitting session's ``logging/setLevel`` and goes to
+  the server log: SEP-2663 sends no ``notifications/message`` for tasks;
+- ``client_supports_extension`` answers from the capabilities the client
+  declared on the creating request;
+- ``input_responses`` / ``request_state`` carry the previous round's answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from fastmcp.server.context import Context
+from fastmcp_temporal.workflows.models import CallerSnapshot
+
+if TYPE_CHECKING:
+    import mcp_types
+    from fastmcp import FastMCP
+    from fastmcp_temporal.activities.progress import LegProgress
+
+_logger = logging.getLogger("fastmcp_temporal.task")
+
+_LEVEL_SEVERITY = {
+    "debug": 0,
+    "info": 1,
+    "notice": 2,
+    "warning": 3,
+    "error": 4,
+    "critical": 5,
+    "alert": 6,
+    "emergency": 7,
+}
+_PYTHON_LEVEL = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+#: The progress sink of the leg running in this asyncio task (read by the
+#: ``Progress`` dependency bridge, see ``activities.progress``).
+current_leg_progress: ContextVar[LegProgress | None] = ContextVar(
+    "fastmcp_temporal_leg_progress", default=None
+)
+
+
+class TaskContext(Context):
+    """A FastMCP ``Context`` for one leg of a Temporal-backed task."""
+
+    def __init__(
+        self,
+        fastmcp: FastMCP,
+        *,
+        task_id: str,
+        caller: CallerSnapshot,
+        progress: LegProgress,
+        input_responses: mcp_types.InputResponses | None = None,
+        request_state: str | None = None,
+    ) -> None:
+        super().__init__(fastmcp, task_id=task_id, origin_request_id=caller.origin_request_id)
+        self._caller = caller
+        self._progress = progress
+        self._task_input_responses = input_responses
+        self._task_request_state = request_state
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Record progress on the task; ``tasks/get`` shows ``message`` as ``statusMessage``."""
+        self._progress.report(progress=progress, total=total, message=message)
+
+    async def log(
+        self,
+        message: str,
+        level: Any = None,
+        logger_name: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Log from a task: gated by the submitting session's level, written server-side."""
+        level = level or "info"
+        if _LEVEL_SEVERITY.get(level, 1) < _LEVEL_SEVERITY.get(self._minimum_log_level(), 0):
+            return
+        _logger.log(
+            _PYTHON_LEVEL.get(level, logging.INFO),
+            "task %s%s: %s",
+            self.task_id,
+            f" ({logger_name})" if logger_name else "",
+            message,
+            extra={"mcp_task_extra": dict(extra)} if extra else None,
+        )
+
+    def _minimum_log_level(self) -> str:
+        server = self.fastmcp
+        caller = self._caller
+        if caller.log_level_key is not None:
+            live = server._client_log_levels.get(caller.log_level_key)
+            if live is not None:
+                return live
+        if caller.log_level is not None:
+            return caller.log_level
+        return server.client_log_level or "debug"
+
+    def client_supports_extension(self, extension_id: str) -> bool:
+        """Whether the client declared ``extension_id`` on the request that created the task."""
+        return extension_id in self._caller.client_extensions

@@ -1,0 +1,205 @@
+"""The one activity: run one leg of a task's tool body.
+
+The activity is *dynamic*: the workflow schedules it under the tool's name, so
+the Temporal UI shows ``crunch`` rather than a generic ``run_tool``. One worker
+hosts every task tool of its FastMCP server.
+
+A leg runs the tool exactly as FastMCP's synchronous ``tools/call`` would --
+the registered component with its calling convention, argument validation and
+dependency injection -- but inside a ``TaskContext`` and with the creating
+caller restored (access token, headers, session id). The outcome is a
+``LegOutcome``; tool errors are *returned* (as ``isError`` results, masked per
+the server's policy), never raised, so Temporal never retries a tool body that
+failed on its own. Only infrastructure faults raise, and a worker that dies
+mid-leg is detected by heartbeat timeout and the leg runs again elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import mcp_types
+from fastmcp import FastMCP
+from fastmcp.exceptions import FastMCPError, NotFoundError
+from fastmcp.server.auth import AccessToken
+from fastmcp.server.dependencies import _background_task_headers, _background_task_session_id
+from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
+from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
+from fastmcp.utilities.exceptions import get_http_status_code, is_timeout_error
+from fastmcp.utilities.versions import VersionSpec
+from fastmcp_temporal.activities.progress import LegProgress
+from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
+from fastmcp_temporal.workflows.models import CallerSnapshot, LegOutcome, LegRequest
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.shared.exceptions import MCPError
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
+from pydantic import ValidationError as PydanticValidationError
+from temporalio import activity
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
+
+logger = logging.getLogger(__name__)
+
+_WIRE_VERSION = MODERN_PROTOCOL_VERSIONS[-1]
+_INPUT_RESPONSE = TypeAdapter(mcp_types.InputResponse)
+_DEPENDENCY_FAILURE = "Failed to resolve dependency"
+
+
+class ToolLegActivity:
+    """Runs task legs against one FastMCP server (the activity's owner)."""
+
+    def __init__(self, server: FastMCP, *, heartbeat_interval_s: float = 1.0) -> None:
+        self._server = server
+        self._heartbeat_interval_s = heartbeat_interval_s
+
+    @activity.defn(dynamic=True)
+    async def run_leg(self, args: Sequence[RawValue]) -> LegOutcome:
+        request = activity.payload_converter().from_payload(args[0].payload, LegRequest)
+        progress = LegProgress()
+        heartbeats = asyncio.create_task(progress.heartbeat_forever(self._heartbeat_interval_s))
+        try:
+            return await self._run(request, progress)
+        finally:
+            heartbeats.cancel()
+
+    async def _run(self, request: LegRequest, progress: LegProgress) -> LegOutcome:
+        tool, component, owner = await self._resolve(request)
+        _restore_caller(request.caller)
+        current_leg_progress.set(progress)
+        ctx = TaskContext(
+            owner,
+            task_id=request.task_id,
+            caller=request.caller,
+            progress=progress,
+            input_responses=_typed_responses(request.input_responses),
+            request_state=request.request_state,
+        )
+        async with ctx:
+            try:
+                result = await component.run(dict(request.arguments))
+            except MCPError as err:
+                return _error_outcome(err.error.code, err.error.message, err.error.data)
+            except FastMCPError as err:
+                return _result_outcome(_error_result(str(err)))
+            except PydanticValidationError:
+                logger.exception("Tool %r raised a pydantic error", tool.name)
+                return _error_outcome(mcp_types.INTERNAL_ERROR, "Internal error")
+            except Exception as err:
+                if isinstance(err, RuntimeError) and str(err).startswith(_DEPENDENCY_FAILURE):
+                    logger.error("Task %s: %s", request.task_id, err)
+                    return _error_outcome(mcp_types.INTERNAL_ERROR, str(err))
+                return _result_outcome(_error_result(_masked_message(owner, tool.name, err)))
+        return _outcome_from(result)
+
+    async def _resolve(self, request: LegRequest) -> tuple[Tool, Tool, FastMCP]:
+        """Find the tool version the client called, its runnable component and owner.
+
+        A mounted tool resolves to a provider wrapper whose ``run`` would go back
+        through the child server's full ``call_tool`` (and its own, non-task
+        ``Context``); the component ``get_tasks()`` registers under the same key
+        is the one to run, inside a context bound to the child server.
+        """
+        server = self._server
+        version = VersionSpec(eq=request.tool_version) if request.tool_version else None
+        try:
+            tool = await server.get_tool(request.tool_name, version)
+        except NotFoundError:
+            tool = None
+        if tool is None:
+            raise ApplicationError(
+                f"Tool {request.tool_name!r} is not served by this worker",
+                type="UnknownTool",
+                non_retryable=False,
+            )
+        component = tool
+        for candidate in await server.get_tasks():
+            if isinstance(candidate, Tool) and candidate.key == tool.key:
+                component = candidate
+                break
+        owner = tool._server if isinstance(tool, FastMCPProviderTool) else server
+        return tool, component, owner
+
+
+def _restore_caller(caller: CallerSnapshot) -> None:
+    """Install the creating caller's identity in this leg's (private) context.
+
+    The activity runs in its own asyncio task, so these context variables are
+    the leg's alone. A token that expired while the task waited is not
+    installed: a live request with it would be rejected, so the leg runs
+    unauthenticated.
+    """
+    user: AuthenticatedUser | None = None
+    if caller.access_token_json is not None:
+        token = AccessToken.model_validate_json(caller.access_token_json)
+        if token.expires_at is None or token.expires_at >= int(time.time()):
+            user = AuthenticatedUser(token)
+    auth_context_var.set(user)
+    _background_task_headers.set(dict(caller.http_headers) if caller.http_headers else None)
+    _background_task_session_id.set(caller.session_id)
+
+
+def _typed_responses(raw: dict[str, Any] | None) -> mcp_types.InputResponses | None:
+    if raw is None:
+        return None
+    return {key: _INPUT_RESPONSE.validate_python(value) for key, value in raw.items()}
+
+
+def _masked_message(owner: FastMCP, tool_name: str, err: Exception) -> str:
+    """The text the synchronous ``tools/call`` would show for an unexpected error."""
+    logger.error("Error calling tool %r in a task", tool_name, exc_info=True)
+    if get_http_status_code(err) == 429:
+        return "Rate limited by upstream API, please retry later"
+    if is_timeout_error(err):
+        return "Upstream request timed out, please retry"
+    if owner._mask_error_details:
+        return f"Error calling tool {tool_name!r}"
+    return f"Error calling tool {tool_name!r}: {err}"
+
+
+def _error_result(text: str) -> mcp_types.CallToolResult:
+    return mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text=text)], is_error=True
+    )
+
+
+def _outcome_from(result: ToolResult) -> LegOutcome:
+    if isinstance(result, InputRequiredToolResult):
+        ask = result.input_required
+        return LegOutcome(
+            kind="input_required",
+            input_requests={
+                key: request.model_dump(by_alias=True, mode="json", exclude_none=True)
+                for key, request in (ask.input_requests or {}).items()
+            },
+            request_state=ask.request_state,
+        )
+    raw = result.to_mcp_result()
+    if isinstance(raw, mcp_types.CallToolResult):
+        call_result = raw
+    elif isinstance(raw, tuple):
+        call_result = mcp_types.CallToolResult(content=raw[0], structured_content=raw[1])
+    else:
+        call_result = mcp_types.CallToolResult(content=raw)
+    return _result_outcome(call_result)
+
+
+def _result_outcome(result: mcp_types.CallToolResult) -> LegOutcome:
+    """Dump the result exactly as the modern ``tools/call`` wire would."""
+    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return LegOutcome(
+        kind="result", result=serialize_server_result("tools/call", _WIRE_VERSION, dumped)
+    )
+
+
+def _error_outcome(code: int, message: str, data: Any = None) -> LegOutcome:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return LegOutcome(kind="error", error=error)

@@ -1,0 +1,15 @@
+"""Durable MCP background tasks (SEP-2663) for FastMCP, backed by Temporal.
+
+```python
+from fastmcp_temporal import TemporalTasks
+
+mcp.add_extension(TemporalTasks())
+```
+"""
+
+from fastmcp_temporal.server.devserver import DevServer
+from fastmcp_temporal.server.extension import TemporalTasks
+from fastmcp_temporal.server.plugin import McpTasksPlugin
+from fastmcp_temporal.workflows.models import LegPolicy
+
+__all__ = ["DevServer", "LegPolicy", "McpTasksPlugin", "TemporalTasks"]

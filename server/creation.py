@@ -1,0 +1,133 @@
+"""What happens between "this call becomes a task" and ``start_workflow``.
+
+Three things must be settled while the creating request is still here, because
+a leg runs later and elsewhere:
+
+- the arguments are validated and coerced exactly as the synchronous
+  ``tools/call`` would (strict mode included), so a bad call is an error now and
+  no workflow is ever started for it;
+- the caller is captured (token, headers, session, log level, declared
+  extensions) so every leg can restore it;
+- the caller's *scope* is computed: tasks belong to ``client_id|sub`` (or
+  ``client_id``), anonymous tasks to their own scope.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from fastmcp.exceptions import ValidationError
+from fastmcp.server.context import Context, _log_level_session_key
+from fastmcp.server.dependencies import (
+    get_access_token,
+    get_http_headers,
+    without_injected_parameters,
+)
+from fastmcp.tools.base import Tool
+from fastmcp.tools.function_tool import (
+    FunctionTool,
+    _resolve_param_hints,
+    _strict_input_validation,
+    _validate_input,
+)
+from fastmcp.utilities.types import get_cached_typeadapter
+from fastmcp_temporal.workflows.models import CallerSnapshot
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from pydantic import ValidationError as PydanticValidationError
+
+#: Headers that carry credentials. The caller's token travels as the access
+#: token itself; raw credentials are not copied into the task's history.
+_SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
+def task_scope() -> str | None:
+    """The scope a task belongs to: ``client_id|sub`` from the access token, else ``None``."""
+    token = get_access_token()
+    if token is None:
+        return None
+    sub = token.claims.get("sub") if token.claims else None
+    return f"{token.client_id}|{sub}" if sub else token.client_id
+
+
+def validate_arguments(component: Tool, arguments: dict[str, Any]) -> None:
+    """Reject arguments the synchronous path would reject; nothing is run.
+
+    A ``FunctionTool`` validates by *calling* a pydantic-wrapped function, so we
+    build a probe with the identical signature, defaults and resolved hints that
+    only returns what it was given, and validate against that. Other tool kinds
+    validate inside their own ``run`` and are checked when the leg runs.
+    """
+    if not isinstance(component, FunctionTool):
+        return
+    callable_fn = without_injected_parameters(component.fn, run_in_thread=component.run_in_thread)
+    adapter = get_cached_typeadapter(_signature_probe(callable_fn))
+    try:
+        _validate_input(adapter, arguments, strict=_strict_input_validation())
+    except PydanticValidationError as err:
+        raise ValidationError(str(err), log_level=logging.WARNING) from err
+
+
+def _signature_probe(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
+    def probe(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        return dict(kwargs)
+
+    hints = _resolve_param_hints(fn)
+    signature = inspect.signature(fn)
+    probe.__signature__ = signature  # type: ignore[attr-defined]
+    probe.__annotations__ = {
+        name: hints.get(name, parameter.annotation)
+        for name, parameter in signature.parameters.items()
+        if name in hints or parameter.annotation is not inspect.Parameter.empty
+    }
+    return probe
+
+
+def capture_caller(context: Context) -> CallerSnapshot:
+    """Everything a leg needs to see the creating caller's world."""
+    token = get_access_token()
+    headers = {
+        name: value
+        for name, value in get_http_headers(include_all=True).items()
+        if name.lower() not in _SECRET_HEADERS
+    }
+    request_context = context.request_context
+    try:
+        session_id: str | None = context.session_id
+    except RuntimeError:
+        session_id = None
+    log_level_key: str | None = None
+    log_level: str | None = None
+    try:
+        log_level_key = _log_level_session_key(context.session)
+        log_level = context.fastmcp._client_log_levels.get(log_level_key)
+    except RuntimeError:
+        pass
+    return CallerSnapshot(
+        access_token_json=token.model_dump_json() if token is not None else None,
+        http_headers=headers or None,
+        session_id=session_id,
+        origin_request_id=(
+            str(request_context.request_id) if request_context is not None else None
+        ),
+        log_level_key=log_level_key,
+        log_level=log_level,
+        client_extensions=_declared_extensions(context),
+    )
+
+
+def _declared_extensions(context: Context) -> list[str]:
+    """Extensions the client declared: per request on 2026-07-28, else at initialize."""
+    request_context = context.request_context
+    meta = request_context.meta if request_context is not None else None
+    capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY) if meta else None
+    if isinstance(capabilities, dict) and isinstance(capabilities.get("extensions"), dict):
+        return sorted(capabilities["extensions"])
+    try:
+        params = context.session.client_params
+    except (RuntimeError, AttributeError):
+        return []
+    extensions = getattr(getattr(params, "capabilities", None), "extensions", None)
+    return sorted(extensions or {})

@@ -1,0 +1,341 @@
+"""The task engine: SEP-2663 operations expressed as Temporal calls.
+
+| MCP                        | Temporal                                              |
+|----------------------------|-------------------------------------------------------|
+| ``tools/call`` -> task     | ``start_workflow`` (returns once the start is durable) |
+| ``tasks/get`` (open)       | query ``mcp_task`` (+ ``describe`` for leg progress)   |
+| ``tasks/get`` (closed)     | rejected query -> the workflow's result / failure      |
+| ``tasks/get`` (no worker)  | ``describe``: memo written on every state change       |
+| ``tasks/update``           | signal ``mcp_input`` (durable when the RPC returns)    |
+| ``tasks/cancel``           | workflow cancellation                                  |
+
+Task ids are minted here, never by the workflow. A task belongs to its caller's
+scope, and the scope is part of the workflow id: another caller's lookup names
+a workflow that does not exist, so "not yours" and "no such task" are the same
+answer by construction, whether or not a worker is up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import mcp_types
+from fastmcp_temporal.server.wire import (
+    CreateTaskResult,
+    GetTaskResult,
+    invalid_params,
+    iso,
+    task_not_found,
+)
+from fastmcp_temporal.workflows.models import (
+    INPUT_SIGNAL,
+    VIEW_QUERY,
+    WORKFLOW_TYPE,
+    CallerSnapshot,
+    InputDelivery,
+    LegPolicy,
+    TaskStart,
+    TaskView,
+)
+from fastmcp_temporal.workflows.task_workflow import FAILED_ERROR_TYPE, INTERNAL_ERROR, MEMO_KEY
+from pydantic import TypeAdapter
+from pydantic import ValidationError as PydanticValidationError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryRejectedError,
+)
+from temporalio.common import QueryRejectCondition, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+_TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
+_RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
+    "elicitation/create": TypeAdapter(mcp_types.ElicitResult),
+    "sampling/createMessage": TypeAdapter(
+        mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools
+    ),
+    "roots/list": TypeAdapter(mcp_types.ListRootsResult),
+}
+
+
+def mint_task_id() -> str:
+    """192 bits from the OS's CSPRNG, URL-safe: unguessable, usable as a bearer token."""
+    return secrets.token_urlsafe(24)
+
+
+def workflow_id_for(task_id: str, scope: str | None) -> str:
+    """``mcp-<scope tag>-<task id>``: the task id is visible to operators, the scope is not."""
+    tag = "anon" if scope is None else hashlib.sha256(scope.encode()).hexdigest()[:16]
+    return f"mcp-{tag}-{task_id}"
+
+
+class TaskEngine:
+    """SEP-2663 task operations against one Temporal namespace and task queue."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str,
+        ttl_ms: int,
+        query_timeout: timedelta,
+        leg_policy: LegPolicy,
+        max_rounds: int,
+    ) -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.ttl_ms = ttl_ms
+        self.query_timeout = query_timeout
+        self.leg_policy = leg_policy
+        self.max_rounds = max_rounds
+
+    # -- creation -------------------------------------------------------------
+
+    async def start(
+        self,
+        *,
+        scope: str | None,
+        tool_name: str,
+        tool_version: str | None,
+        arguments: dict[str, Any],
+        poll_interval_ms: int,
+        caller: CallerSnapshot,
+    ) -> CreateTaskResult:
+        """Start the task's workflow; returns once ``tasks/get`` would resolve.
+
+        ``start_workflow`` answers after the server persisted the start, so the
+        durable-creation MUST holds without polling.
+        """
+        task_id = mint_task_id()
+        created_at = datetime.now(UTC)
+        start = TaskStart(
+            task_id=task_id,
+            tool_name=tool_name,
+            tool_version=tool_version,
+            arguments=arguments,
+            created_at=created_at,
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=poll_interval_ms,
+            caller=caller,
+            leg_policy=self.leg_policy,
+            max_rounds=self.max_rounds,
+        )
+        initial = TaskView(
+            task_id=task_id,
+            status="working",
+            created_at=created_at,
+            last_updated_at=created_at,
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=poll_interval_ms,
+        )
+        await self.client.start_workflow(
+            WORKFLOW_TYPE,
+            start,
+            id=workflow_id_for(task_id, scope),
+            task_queue=self.task_queue,
+            memo={MEMO_KEY: initial.model_dump(mode="json")},
+            static_summary=f"MCP task · {tool_name}",
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        )
+        return CreateTaskResult(
+            task_id=task_id,
+            status="working",
+            created_at=iso(created_at),
+            last_updated_at=iso(created_at),
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=poll_interval_ms,
+        )
+
+    # -- tasks/get ------------------------------------------------------------
+
+    async def get(self, task_id: str, scope: str | None) -> GetTaskResult:
+        handle = self._handle(task_id, scope)
+        try:
+            view = await handle.query(
+                VIEW_QUERY,
+                result_type=TaskView,
+                reject_condition=QueryRejectCondition.NOT_OPEN,
+                rpc_timeout=self.query_timeout,
+            )
+        except WorkflowQueryRejectedError as rejected:
+            return await self._closed_view(task_id, handle, rejected.status)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise task_not_found(task_id) from None
+            # No worker could answer in time: answer from Temporal's records.
+            return await self._view_without_worker(task_id, handle)
+        if view.status == "working":
+            return GetTaskResult.from_view(view, await self._leg_progress(handle))
+        return GetTaskResult.from_view(view)
+
+    async def _closed_view(
+        self, task_id: str, handle: WorkflowHandle[Any, TaskView], status: Any
+    ) -> GetTaskResult:
+        if status == WorkflowExecutionStatus.COMPLETED:
+            view = await handle.result(rpc_timeout=self.query_timeout)
+            return self._unless_expired(task_id, GetTaskResult.from_view(view))
+        description = await handle.describe(rpc_timeout=self.query_timeout)
+        memo_view = await self._memo_view(task_id, description)
+        closed_at = description.close_time or datetime.now(UTC)
+        if status == WorkflowExecutionStatus.CANCELED:
+            view = memo_view.model_copy(
+                update={"status": "cancelled", "last_updated_at": closed_at, "input_requests": None}
+            )
+        elif status == WorkflowExecutionStatus.FAILED:
+            view = await self._failed_view(handle, memo_view, closed_at)
+        else:
+            view = memo_view.model_copy(
+                update={
+                    "status": "failed",
+                    "last_updated_at": closed_at,
+                    "status_message": f"Task ended by the operator ({status.name.lower()})",
+                    "error": {"code": INTERNAL_ERROR, "message": "Task ended by the operator"},
+                    "input_requests": None,
+                }
+            )
+        return self._unless_expired(task_id, GetTaskResult.from_view(view))
+
+    async def _failed_view(
+        self, handle: WorkflowHandle[Any, TaskView], memo_view: TaskView, closed_at: datetime
+    ) -> TaskView:
+        try:
+            await handle.result(rpc_timeout=self.query_timeout)
+        except WorkflowFailureError as failure:
+            cause = failure.cause
+            if (
+                isinstance(cause, ApplicationError)
+                and cause.type == FAILED_ERROR_TYPE
+                and cause.details
+            ):
+                return TaskView.model_validate(cause.details[0])
+        return memo_view.model_copy(
+            update={
+                "status": "failed",
+                "last_updated_at": closed_at,
+                "status_message": "Task failed",
+                "error": {"code": INTERNAL_ERROR, "message": "Task failed"},
+                "input_requests": None,
+            }
+        )
+
+    async def _view_without_worker(
+        self, task_id: str, handle: WorkflowHandle[Any, TaskView]
+    ) -> GetTaskResult:
+        try:
+            description = await handle.describe(rpc_timeout=self.query_timeout)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise task_not_found(task_id) from None
+            raise
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return await self._closed_view(task_id, handle, description.status)
+        view = await self._memo_view(task_id, description)
+        return GetTaskResult.from_view(view, await self._leg_progress(handle, description))
+
+    async def _memo_view(self, task_id: str, description: Any) -> TaskView:
+        memo = await description.memo()
+        return TaskView.model_validate(memo[MEMO_KEY])
+
+    async def _leg_progress(
+        self, handle: WorkflowHandle[Any, TaskView], description: Any = None
+    ) -> str | None:
+        """The running leg's latest progress message, from its heartbeat details."""
+        if description is None:
+            try:
+                description = await handle.describe(rpc_timeout=self.query_timeout)
+            except RPCError:
+                return None
+        pending = description.raw_description.pending_activities
+        if not pending:
+            return None
+        leg = pending[0]
+        if leg.attempt > 1 and leg.HasField("last_failure"):
+            return f"Retrying (attempt {leg.attempt}): {leg.last_failure.message}"
+        if not leg.heartbeat_details.payloads:
+            return None
+        (details,) = await self.client.data_converter.decode(
+            list(leg.heartbeat_details.payloads)[:1], [dict]
+        )
+        message = details.get("message") if isinstance(details, dict) else None
+        return message if isinstance(message, str) else None
+
+    def _unless_expired(self, task_id: str, result: GetTaskResult) -> GetTaskResult:
+        """A finished task past ``createdAt + ttlMs`` no longer exists for clients."""
+        created = datetime.fromisoformat(result.created_at.replace("Z", "+00:00"))
+        if result.ttl_ms is not None and datetime.now(UTC) > created + timedelta(
+            milliseconds=result.ttl_ms
+        ):
+            raise task_not_found(task_id)
+        return result
+
+    # -- tasks/update ---------------------------------------------------------
+
+    async def update(self, task_id: str, scope: str | None, responses: dict[str, Any]) -> None:
+        """Deliver answers as one signal; durable when this returns.
+
+        Answers for keys that are outstanding are validated first (a malformed
+        one rejects the whole update and changes nothing); answers for any other
+        key are dropped here, as the workflow would drop them.
+        """
+        handle = self._handle(task_id, scope)
+        try:
+            description = await handle.describe(rpc_timeout=self.query_timeout)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise task_not_found(task_id) from None
+            raise
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            await self._closed_view(task_id, handle, description.status)  # expiry check
+            return
+        view = await self._memo_view(task_id, description)
+        outstanding = (view.input_requests or {}) if view.status == "input_required" else {}
+        accepted: dict[str, dict[str, Any]] = {}
+        for key, value in responses.items():
+            request = outstanding.get(key)
+            if request is None:
+                continue
+            adapter = _RESPONSE_FOR_METHOD.get(str(request.get("method")))
+            if adapter is None or not isinstance(value, dict):
+                raise invalid_params(f"Invalid input response for {key!r}: expected an object")
+            try:
+                adapter.validate_python(value)
+            except PydanticValidationError as err:
+                raise invalid_params(
+                    f"Invalid input response for {key!r}: {err.error_count()} validation error(s)"
+                ) from None
+            accepted[key] = value
+        if not accepted:
+            return
+        try:
+            await handle.signal(INPUT_SIGNAL, InputDelivery(responses=accepted))
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            # Closed between describe and signal: answers to a finished task are a no-op.
+
+    # -- tasks/cancel ---------------------------------------------------------
+
+    async def cancel(self, task_id: str, scope: str | None) -> None:
+        """Request cancellation; a closed workflow ignores it (terminal states never change)."""
+        handle = self._handle(task_id, scope)
+        try:
+            await handle.cancel(rpc_timeout=self.query_timeout)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise task_not_found(task_id) from None
+            raise
+
+    def _handle(self, task_id: str, scope: str | None) -> WorkflowHandle[Any, TaskView]:
+        if not _TASK_ID.match(task_id):
+            raise task_not_found(task_id)
+        return self.client.get_workflow_handle(
+            workflow_id_for(task_id, scope), result_type=TaskView
+        )

@@ -1,0 +1,343 @@
+"""``TemporalTasks``: the SEP-2663 tasks extension, backed by Temporal.
+
+```python
+from fastmcp import FastMCP
+from fastmcp_temporal import TemporalTasks
+
+mcp = FastMCP("Server")
+mcp.add_extension(TemporalTasks())            # embedded Temporal + in-process worker
+
+
+@mcp.tool(task=True)
+async def crunch(dataset: str) -> str: ...
+```
+
+It replaces ``fastmcp_tasks.TasksExtension`` one for one: the same capability,
+the same ``tasks/get|update|cancel`` methods, the same ``tools/call`` decision
+(``TaskConfig.mode`` and the client's per-request opt-in), but each task is a
+Temporal workflow, so it survives crashes, restarts and deploys.
+
+With no address (argument or ``TEMPORAL_ADDRESS``) the lifespan starts a local
+Temporal dev server; with one, it connects and starts nothing. Either way it
+runs a worker in process unless ``run_worker=False``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastmcp.exceptions import NotFoundError, ToolError
+from fastmcp.server.dependencies import (
+    _is_client_tool_call,
+    extract_version_spec,
+    get_http_request,
+)
+from fastmcp.server.extensions import (
+    MethodBinding,
+    ServerExtension,
+    read_client_extension_settings,
+)
+from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
+from fastmcp.tools.base import Tool
+from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
+from fastmcp.utilities.versions import VersionSpec
+from fastmcp_temporal.activities.progress import (
+    install_progress_bridge,
+    uninstall_progress_bridge,
+)
+from fastmcp_temporal.server import wire_production
+from fastmcp_temporal.server.creation import capture_caller, task_scope, validate_arguments
+from fastmcp_temporal.server.devserver import DevServer
+from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.plugin import McpTasksPlugin
+from fastmcp_temporal.server.wire import (
+    AckResult,
+    CreateTaskResult,
+    GetTaskResult,
+    TaskIdParams,
+    UpdateTaskParams,
+    missing_capability,
+)
+from fastmcp_temporal.workflows.models import LegPolicy
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+from mcp_types.jsonrpc import HEADER_MISMATCH
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+
+if TYPE_CHECKING:
+    import mcp_types
+    from fastmcp.server.context import Context
+    from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TTL_MS = 900_000
+DEFAULT_TASK_QUEUE = "mcp-tasks"
+_TASK_METHOD_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS)
+
+
+class TemporalTasks(ServerExtension):
+    """FastMCP server extension: SEP-2663 background tasks as Temporal workflows.
+
+    Args:
+        address: Temporal frontend (``host:port``). Default: ``TEMPORAL_ADDRESS``,
+            else an embedded dev server is started.
+        namespace: Temporal namespace (default ``TEMPORAL_NAMESPACE`` or ``default``).
+        task_queue: Queue the task workflows and tool legs run on.
+        ttl_ms: Reported ``ttlMs``: how long a finished task stays readable.
+        run_worker: Run a worker in this process (off for stateless front ends).
+        client: An already-connected client (its converter must be pydantic-based).
+        data_dir: Where the embedded dev server keeps its SQLite file.
+        ui: Start the embedded dev server's Web UI.
+        query_timeout: Upper bound for one ``tasks/get`` round trip to a worker.
+        leg_policy: Timeouts and retries of each tool leg.
+        max_rounds: How many legs one task may run.
+    """
+
+    identifier = TASKS_EXTENSION_ID
+
+    def __init__(
+        self,
+        *,
+        address: str | None = None,
+        namespace: str | None = None,
+        task_queue: str = DEFAULT_TASK_QUEUE,
+        ttl_ms: int = DEFAULT_TTL_MS,
+        run_worker: bool = True,
+        client: Client | None = None,
+        data_dir: str | Path | None = None,
+        ui: bool = True,
+        query_timeout: timedelta = timedelta(seconds=2),
+        leg_policy: LegPolicy | None = None,
+        max_rounds: int = 1000,
+        worker_options: dict[str, Any] | None = None,
+    ) -> None:
+        if ttl_ms <= 0:
+            raise ValueError("ttl_ms must be positive")
+        self._address = address
+        self._namespace = namespace
+        self._task_queue = task_queue
+        self._ttl_ms = ttl_ms
+        self._run_worker = run_worker
+        self._client = client
+        self._data_dir = Path(data_dir) if data_dir is not None else None
+        self._ui = ui
+        self._query_timeout = query_timeout
+        self._leg_policy = leg_policy or LegPolicy()
+        self._max_rounds = max_rounds
+        self._worker_options = dict(worker_options or {})
+        self._engine: TaskEngine | None = None
+        self._dev_server: DevServer | None = None
+
+    def clone(self) -> TemporalTasks:
+        """A copy for another server; a connected client is shared, never copied."""
+        client, self._client = self._client, None
+        try:
+            twin = super().clone()
+        finally:
+            self._client = client
+        assert isinstance(twin, TemporalTasks)
+        twin._client = client
+        twin._engine = None
+        twin._dev_server = None
+        return twin
+
+    @property
+    def engine(self) -> TaskEngine:
+        if self._engine is None:
+            raise MCPError(code=-32603, message="The Temporal tasks extension is not running")
+        return self._engine
+
+    @property
+    def dev_server(self) -> DevServer | None:
+        """The embedded Temporal dev server, when this extension started one."""
+        return self._dev_server
+
+    def settings(self) -> dict[str, Any]:
+        return {}
+
+    def methods(self) -> Sequence[MethodBinding]:
+        return [
+            MethodBinding("tasks/get", TaskIdParams, self._handle_get, _TASK_METHOD_VERSIONS),
+            MethodBinding(
+                "tasks/update", UpdateTaskParams, self._handle_update, _TASK_METHOD_VERSIONS
+            ),
+            MethodBinding("tasks/cancel", TaskIdParams, self._handle_cancel, _TASK_METHOD_VERSIONS),
+        ]
+
+    # -- tasks/* --------------------------------------------------------------
+
+    def _check_task_request(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
+        """The gates every ``tasks/*`` request passes: declared extension, matching route."""
+        if read_client_extension_settings(ctx, TASKS_EXTENSION_ID) is None:
+            raise missing_capability(
+                f"This request targets the tasks extension ({TASKS_EXTENSION_ID}), "
+                "which the client did not declare for it."
+            )
+        try:
+            request = get_http_request()
+        except RuntimeError:
+            return  # not HTTP: no routing headers
+        header = request.headers.get(MCP_NAME_HEADER)
+        if header is not None and decode_header_value(header) != task_id:
+            raise MCPError(
+                code=HEADER_MISMATCH,
+                message=f"{MCP_NAME_HEADER} header does not match the request's 'taskId'",
+            )
+
+    async def _handle_get(
+        self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
+    ) -> GetTaskResult:
+        self._check_task_request(ctx, params.task_id)
+        return await self.engine.get(params.task_id, task_scope())
+
+    async def _handle_update(
+        self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
+    ) -> AckResult:
+        self._check_task_request(ctx, params.task_id)
+        await self.engine.update(params.task_id, task_scope(), params.input_responses)
+        return AckResult()
+
+    async def _handle_cancel(
+        self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
+    ) -> AckResult:
+        self._check_task_request(ctx, params.task_id)
+        await self.engine.cancel(params.task_id, task_scope())
+        return AckResult()
+
+    # -- tools/call -----------------------------------------------------------
+
+    async def intercept_tool_call(
+        self,
+        params: mcp_types.CallToolRequestParams,
+        context: Context,
+        call_next: ToolCallContinuation,
+    ) -> ToolCallOutcome:
+        """Run this ``tools/call`` as a task, or pass it through.
+
+        ``required`` always tasks (``-32021`` if the request did not opt in),
+        ``optional`` tasks only when this request opted in on the 2026-07-28
+        protocol, ``forbidden`` never does. Only the tool the client named is
+        tasked: a tool that middleware or another tool calls runs inline.
+        """
+        from_client = _is_client_tool_call()
+        version_spec = extract_version_spec(params.meta)
+        version = VersionSpec(eq=version_spec) if version_spec else None
+        try:
+            tool = await context.fastmcp.get_tool(params.name, version)
+        except NotFoundError:
+            tool = None
+        if tool is None or not tool.task_config.supports_tasks():
+            return await call_next()
+
+        request_context = context.request_context
+        modern = (
+            request_context is not None
+            and request_context.protocol_version in MODERN_PROTOCOL_VERSIONS
+        )
+        opted_in = modern and context.client_extension_settings(TASKS_EXTENSION_ID) is not None
+        mode = tool.task_config.mode
+
+        if not from_client:
+            if mode == "required":
+                raise ToolError(
+                    f"Tool {tool.name!r} only runs as a background task, which the "
+                    "client has to request by calling it directly."
+                )
+            return await call_next()
+        if mode == "required" and not opted_in:
+            raise missing_capability(
+                f"Tool {tool.name!r} requires the tasks extension ({TASKS_EXTENSION_ID}); "
+                "the client did not declare it for this request."
+            )
+        if not opted_in:
+            return await call_next()
+        return await self._create_task(tool, dict(params.arguments or {}), context)
+
+    async def _create_task(
+        self, tool: Tool, arguments: dict[str, Any], context: Context
+    ) -> CreateTaskResult:
+        component = await _registered_component(context.fastmcp, tool)
+        validate_arguments(component, arguments)
+        return await self.engine.start(
+            scope=task_scope(),
+            tool_name=tool.name,
+            tool_version=tool.version,
+            arguments=arguments,
+            poll_interval_ms=int(tool.task_config.poll_interval.total_seconds() * 1000),
+            caller=capture_caller(context),
+        )
+
+    # -- lifespan -------------------------------------------------------------
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncGenerator[None, None]:
+        """Connect (starting the embedded dev server if needed), run the worker."""
+        async with contextlib.AsyncExitStack() as stack:
+            client = self._client or await self._connect(stack)
+            self._engine = TaskEngine(
+                client,
+                task_queue=self._task_queue,
+                ttl_ms=self._ttl_ms,
+                query_timeout=self._query_timeout,
+                leg_policy=self._leg_policy,
+                max_rounds=self._max_rounds,
+            )
+            wire_production.install()
+            stack.callback(wire_production.uninstall)
+            install_progress_bridge()
+            stack.callback(uninstall_progress_bridge)
+            if self._run_worker:
+                options: dict[str, Any] = {
+                    "max_heartbeat_throttle_interval": timedelta(seconds=1),
+                    "graceful_shutdown_timeout": timedelta(seconds=2),
+                    **self._worker_options,
+                }
+                worker = Worker(
+                    client,
+                    task_queue=self._task_queue,
+                    plugins=[McpTasksPlugin(self.server)],
+                    **options,
+                )
+                await stack.enter_async_context(worker)
+            try:
+                yield
+            finally:
+                self._engine = None
+
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
+        address = self._address or os.environ.get("TEMPORAL_ADDRESS")
+        namespace = self._namespace or os.environ.get("TEMPORAL_NAMESPACE") or "default"
+        if address is None:
+            dev = await DevServer.start(data_dir=self._data_dir, ui=self._ui, namespace=namespace)
+            stack.callback(dev.stop)
+            self._dev_server = dev
+            stack.callback(setattr, self, "_dev_server", None)
+            address = dev.address
+            logger.warning(
+                "fastmcp-temporal: embedded Temporal at %s, Web UI %s", address, dev.ui_url
+            )
+        return await Client.connect(
+            address, namespace=namespace, data_converter=pydantic_data_converter
+        )
+
+
+async def _registered_component(server: Any, tool: Tool) -> Tool:
+    """The component ``get_tasks()`` registers for ``tool`` (unwraps mounted tools)."""
+    if not isinstance(tool, FastMCPProviderTool):
+        return tool
+    for component in await server.get_tasks():
+        if isinstance(component, Tool) and component.key == tool.key:
+            return component
+    return tool

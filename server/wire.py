@@ -1,0 +1,115 @@
+"""SEP-2663 wire shapes and the protocol errors every ``tasks/*`` path shares.
+
+The MCP SDK still ships the older (SEP-1686) task types, so the extension's own
+shapes live here: a *flat* ``CreateTaskResult`` tagged ``resultType: "task"``,
+the detailed task of ``tasks/get``, the two empty acks, and the request params.
+Field names follow the spec (``ttlMs``, ``pollIntervalMs``); models are built by
+Python name and dumped by alias.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
+from fastmcp_temporal.workflows.models import TaskStatus, TaskView
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, RequestParams, Result
+from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
+from pydantic import BaseModel, ConfigDict, Field
+
+_MAX_ECHOED_ID = 80
+
+
+def iso(moment: datetime) -> str:
+    """ISO 8601 in UTC with a ``Z``, the form the spec's examples use."""
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+class _TaskFields(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    task_id: str = Field(serialization_alias="taskId")
+    status: TaskStatus
+    status_message: str | None = Field(default=None, serialization_alias="statusMessage")
+    created_at: str = Field(serialization_alias="createdAt")
+    last_updated_at: str = Field(serialization_alias="lastUpdatedAt")
+    ttl_ms: int | None = Field(serialization_alias="ttlMs")
+    poll_interval_ms: int | None = Field(default=None, serialization_alias="pollIntervalMs")
+
+
+class CreateTaskResult(_TaskFields):
+    """The answer to a ``tools/call`` that became a task."""
+
+    result_type: Literal["task"] = Field(default="task", serialization_alias="resultType")
+
+
+class GetTaskResult(_TaskFields):
+    """``tasks/get``: the detailed task. ``resultType`` is ``complete`` whatever the status."""
+
+    result_type: Literal["complete"] = Field(default="complete", serialization_alias="resultType")
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = Field(default=None, serialization_alias="inputRequests")
+
+    @classmethod
+    def from_view(cls, view: TaskView, status_message: str | None = None) -> GetTaskResult:
+        return cls(
+            task_id=view.task_id,
+            status=view.status,
+            status_message=status_message if status_message is not None else view.status_message,
+            created_at=iso(view.created_at),
+            last_updated_at=iso(view.last_updated_at),
+            ttl_ms=view.ttl_ms,
+            poll_interval_ms=view.poll_interval_ms,
+            result=view.result if view.status == "completed" else None,
+            error=view.error if view.status == "failed" else None,
+            input_requests=view.input_requests if view.status == "input_required" else None,
+        )
+
+
+class AckResult(Result):
+    """The empty acknowledgement of ``tasks/update`` and ``tasks/cancel``."""
+
+    result_type: Literal["complete"] = Field(default="complete", serialization_alias="resultType")
+
+
+class TaskIdParams(RequestParams):
+    """Params of ``tasks/get`` and ``tasks/cancel``."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    task_id: str = Field(alias="taskId")
+
+
+class UpdateTaskParams(RequestParams):
+    """Params of ``tasks/update``."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    task_id: str = Field(alias="taskId")
+    input_responses: dict[str, Any] = Field(alias="inputResponses")
+
+
+def missing_capability(message: str) -> MCPError:
+    """``-32021``: the request did not declare the tasks extension."""
+    return MCPError(
+        code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message=message,
+        data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}},
+    )
+
+
+def task_not_found(task_id: str) -> MCPError:
+    """The one ``-32602`` for unknown, expired and other callers' task ids.
+
+    One message for all three, so nobody can tell "not yours" from "no such
+    task". Long ids are cut so the error never echoes a megabyte back.
+    """
+    shown = task_id if len(task_id) <= _MAX_ECHOED_ID else task_id[:_MAX_ECHOED_ID] + "…"
+    return MCPError(code=INVALID_PARAMS, message=f"Task {shown!r} not found")
+
+
+def invalid_params(message: str) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=message)

@@ -1,0 +1,25 @@
+"""The task state machine (deterministic workflow code) and its boundary models."""
+
+from fastmcp_temporal.workflows.models import (
+    CallerSnapshot,
+    InputDelivery,
+    LegOutcome,
+    LegPolicy,
+    LegRequest,
+    TaskStart,
+    TaskStatus,
+    TaskView,
+)
+from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow
+
+__all__ = [
+    "CallerSnapshot",
+    "InputDelivery",
+    "LegOutcome",
+    "LegPolicy",
+    "LegRequest",
+    "McpTaskWorkflow",
+    "TaskStart",
+    "TaskStatus",
+    "TaskView",
+]

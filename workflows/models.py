@@ -1,0 +1,126 @@
+"""The data that crosses the workflow boundary.
+
+Everything the FastMCP front end hands to Temporal, and everything a task's
+workflow hands back, is one of these models. They are plain pydantic models of
+JSON values (no FastMCP or MCP SDK types), so the workflow sandbox never imports
+the MCP stack and every payload is readable in the Temporal UI.
+
+The lifecycle they describe (SEP-2663):
+
+    working -> input_required -> working -> completed | failed | cancelled
+
+A task runs its tool body in *legs*: one activity per leg. A leg ends with a
+result, a protocol error, or an ask for client input (the guard pattern: the
+tool returns an ``InputRequiredResult``). Answers arrive as signals and start
+the next leg.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+
+#: Name of the workflow type, the signal and the query. Stable strings: they are
+#: recorded in the history of every task, so renaming them breaks running tasks.
+WORKFLOW_TYPE = "McpTask"
+INPUT_SIGNAL = "mcp_input"
+VIEW_QUERY = "mcp_task"
+
+
+class CallerSnapshot(BaseModel):
+    """What a leg must know about the caller who created the task.
+
+    Captured once from the creating ``tools/call`` and restored for every leg,
+    so the tool body sees the world it would have seen in the foreground.
+    """
+
+    access_token_json: str | None = None
+    http_headers: dict[str, str] | None = None
+    session_id: str | None = None
+    origin_request_id: str | None = None
+    log_level_key: str | None = None
+    log_level: str | None = None
+    client_extensions: list[str] = Field(default_factory=list)
+
+
+class LegPolicy(BaseModel):
+    """Timeouts and retries for one leg (one activity)."""
+
+    heartbeat_timeout_s: float = 10.0
+    start_to_close_timeout_s: float = 24 * 3600.0
+    max_attempts: int = 3
+    task_queue: str | None = None
+
+
+class TaskStart(BaseModel):
+    """The workflow's input: one ``tools/call`` that became a task."""
+
+    task_id: str
+    tool_name: str
+    tool_version: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    ttl_ms: int
+    poll_interval_ms: int
+    caller: CallerSnapshot = Field(default_factory=CallerSnapshot)
+    leg_policy: LegPolicy = Field(default_factory=LegPolicy)
+    max_rounds: int = 1000
+
+
+class LegRequest(BaseModel):
+    """The activity's input: run the tool body once."""
+
+    task_id: str
+    tool_name: str
+    tool_version: str | None = None
+    arguments: dict[str, Any]
+    caller: CallerSnapshot
+    round: int
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+
+
+class LegOutcome(BaseModel):
+    """How a leg ended. Exactly one of the three shapes is set, by ``kind``.
+
+    - ``result``: the wire ``CallToolResult`` (``isError`` included: a raised
+      tool error is a completed task, not a failed one).
+    - ``input_required``: the tool asked for input; ``input_requests`` are keyed
+      by the tool's own keys, ``request_state`` is echoed into the next leg.
+    - ``error``: a JSON-RPC error (``MCPError``) -- the task fails.
+    """
+
+    kind: Literal["result", "input_required", "error"]
+    result: dict[str, Any] | None = None
+    input_requests: dict[str, dict[str, Any]] | None = None
+    request_state: str | None = None
+    error: dict[str, Any] | None = None
+
+
+class InputDelivery(BaseModel):
+    """A ``tasks/update`` as the workflow receives it (one signal)."""
+
+    responses: dict[str, dict[str, Any]]
+
+
+class TaskView(BaseModel):
+    """The detailed task, as ``tasks/get`` reports it (SEP-2663 ``DetailedTask``).
+
+    Answered by the workflow's query while it is open, and returned by the
+    workflow (or carried by its failure) once it is closed.
+    """
+
+    task_id: str
+    status: TaskStatus
+    created_at: datetime
+    last_updated_at: datetime
+    ttl_ms: int
+    poll_interval_ms: int
+    status_message: str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, dict[str, Any]] | None = None

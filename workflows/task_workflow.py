@@ -1,0 +1,205 @@
+"""One MCP task = one Temporal workflow.
+
+The workflow is the task's state machine and nothing else: it runs the tool body
+as activities (one per leg), parks on client input, and answers ``tasks/get``
+from memory through a query. It never touches the network, reads the clock only
+through ``workflow.now()`` and mints input keys deterministically, so every
+replay rebuilds exactly the same state.
+
+Why signals for input: a signal is durable the moment the ``tasks/update`` RPC
+returns, even with no worker running, and concurrent signals are applied in
+history order. Two racing answers therefore cannot both start the next leg --
+the first completes the round, the second finds nothing outstanding -- with no
+lock anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from fastmcp_temporal.workflows.models import (
+    INPUT_SIGNAL,
+    VIEW_QUERY,
+    WORKFLOW_TYPE,
+    InputDelivery,
+    LegOutcome,
+    LegRequest,
+    TaskStart,
+    TaskStatus,
+    TaskView,
+)
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+
+#: Memo key holding the task's last state change, so ``tasks/get`` can answer
+#: from Temporal's own records when no worker is up to serve the query.
+MEMO_KEY = "mcp"
+#: JSON-RPC ``-32603``: how a task that broke outside its tool body fails.
+INTERNAL_ERROR = -32603
+FAILED_ERROR_TYPE = "McpTaskFailed"
+
+
+@workflow.defn(name=WORKFLOW_TYPE)
+class McpTaskWorkflow:
+    @workflow.init
+    def __init__(self, start: TaskStart) -> None:
+        self._start = start
+        self._status: TaskStatus = "working"
+        self._status_message: str | None = None
+        self._last_updated_at = start.created_at
+        self._result: dict[str, Any] | None = None
+        self._error: dict[str, Any] | None = None
+        # Outstanding input: minted key -> (tool's own key, the request).
+        self._outstanding: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._answers: dict[str, dict[str, Any]] = {}
+
+    @workflow.run
+    async def run(self, start: TaskStart) -> TaskView:
+        try:
+            return await self._run_rounds(start)
+        except asyncio.CancelledError:
+            self._transition("cancelled")
+            raise
+
+    async def _run_rounds(self, start: TaskStart) -> TaskView:
+        responses: dict[str, Any] | None = None
+        request_state: str | None = None
+        for round_number in range(1, start.max_rounds + 1):
+            outcome = await self._run_leg(start, round_number, responses, request_state)
+            if outcome.kind == "result":
+                self._result = outcome.result
+                self._transition("completed")
+                return self.view()
+            if outcome.kind == "error":
+                self._fail(outcome.error or {"code": INTERNAL_ERROR, "message": "Task failed"})
+            request_state = outcome.request_state
+            if not outcome.input_requests:
+                # A state-only round: a durable checkpoint; run the next leg now.
+                responses = None
+                continue
+            responses = await self._ask(round_number, outcome.input_requests)
+            self._transition("working")
+        self._fail(
+            {
+                "code": INTERNAL_ERROR,
+                "message": f"Task exceeded its limit of {start.max_rounds} rounds",
+            }
+        )
+
+    async def _run_leg(
+        self,
+        start: TaskStart,
+        round_number: int,
+        responses: dict[str, Any] | None,
+        request_state: str | None,
+    ) -> LegOutcome:
+        policy = start.leg_policy
+        request = LegRequest(
+            task_id=start.task_id,
+            tool_name=start.tool_name,
+            tool_version=start.tool_version,
+            arguments=start.arguments,
+            caller=start.caller,
+            round=round_number,
+            input_responses=responses,
+            request_state=request_state,
+        )
+        try:
+            return await workflow.execute_activity(
+                start.tool_name,
+                request,
+                result_type=LegOutcome,
+                task_queue=policy.task_queue,
+                start_to_close_timeout=timedelta(seconds=policy.start_to_close_timeout_s),
+                heartbeat_timeout=timedelta(seconds=policy.heartbeat_timeout_s),
+                retry_policy=RetryPolicy(
+                    maximum_attempts=policy.max_attempts,
+                    initial_interval=timedelta(seconds=1),
+                ),
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                summary=f"{start.tool_name} · leg {round_number}",
+            )
+        except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise asyncio.CancelledError() from err
+            cause = err.cause if err.cause is not None else err
+            self._fail({"code": INTERNAL_ERROR, "message": f"Tool leg failed: {cause}"})
+
+    async def _ask(self, round_number: int, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Park in ``input_required`` until every request of this round is answered.
+
+        Keys are minted from the round number, so they are unique for the task's
+        whole life even when a tool reuses its own key on every leg.
+        """
+        self._outstanding = {
+            f"{round_number}.{tool_key}": (tool_key, request)
+            for tool_key, request in requests.items()
+        }
+        self._answers = {}
+        self._transition("input_required")
+        await workflow.wait_condition(lambda: not self._outstanding)
+        return dict(self._answers)
+
+    @workflow.signal(name=INPUT_SIGNAL)
+    def deliver_input(self, delivery: InputDelivery) -> None:
+        """Record answers; keys that are not outstanding are ignored (SEP-2663)."""
+        if self._status != "input_required":
+            return
+        answered = False
+        for key, response in delivery.responses.items():
+            pending = self._outstanding.pop(key, None)
+            if pending is not None:
+                self._answers[pending[0]] = response
+                answered = True
+        if answered and self._outstanding:
+            # A partial answer is a state change: the next poll shows the rest.
+            self._touch()
+
+    @workflow.query(name=VIEW_QUERY)
+    def view(self) -> TaskView:
+        start = self._start
+        return TaskView(
+            task_id=start.task_id,
+            status=self._status,
+            created_at=start.created_at,
+            last_updated_at=self._last_updated_at,
+            ttl_ms=start.ttl_ms,
+            poll_interval_ms=start.poll_interval_ms,
+            status_message=self._status_message,
+            result=self._result,
+            error=self._error,
+            input_requests=(
+                {key: request for key, (_, request) in self._outstanding.items()}
+                if self._status == "input_required"
+                else None
+            ),
+        )
+
+    def _fail(self, error: dict[str, Any]) -> Any:
+        """End the task ``failed``: the workflow fails too, carrying the view."""
+        self._error = error
+        self._status_message = str(error.get("message") or "Task failed")
+        self._transition("failed")
+        raise ApplicationError(
+            self._status_message,
+            self.view(),
+            type=FAILED_ERROR_TYPE,
+            non_retryable=True,
+        )
+
+    def _transition(self, status: TaskStatus) -> None:
+        self._status = status
+        if status == "input_required":
+            self._status_message = None
+        self._touch()
+
+    def _touch(self) -> None:
+        self._last_updated_at = workflow.now()
+        if self._status in ("completed", "failed", "cancelled"):
+            # A closed workflow answers from its result or failure instead.
+            return
+        view = self.view()
+        workflow.upsert_memo({MEMO_KEY: view.model_dump(mode="json", exclude={"result", "error"})})
