@@ -1,0 +1,76 @@
+"""A raw JSON-RPC client for the 2026-07-28 (stateless) streamable HTTP wire.
+
+The FastMCP ``Client`` always does the right thing; these tests also need to do
+the wrong thing on purpose (omit the extension, send a mismatched header, send
+garbage) and to read the exact bytes the server answers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import httpx
+
+PROTOCOL_VERSION = "2026-07-28"
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+class RawMcp:
+    def __init__(self, url: str, *, bearer: str | None = None) -> None:
+        self.url = url
+        self._ids = itertools.count(1)
+        self._bearer = bearer
+
+    async def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        declare_tasks: bool = True,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, Any]]:
+        """Send one request; return the HTTP status and the JSON-RPC response."""
+        capabilities: dict[str, Any] = {"elicitation": {}}
+        if declare_tasks:
+            capabilities["extensions"] = {TASKS: {}}
+        body_params = dict(params or {})
+        body_params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
+            **body_params.get("_meta", {}),
+        }
+        name = body_params.get("taskId", body_params.get("name"))
+        request_headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": PROTOCOL_VERSION,
+            "Mcp-Method": method,
+        }
+        if isinstance(name, str) and name.isascii() and len(name) < 4000:
+            request_headers["Mcp-Name"] = name
+        if self._bearer:
+            request_headers["Authorization"] = f"Bearer {self._bearer}"
+        request_headers.update(headers or {})
+        payload = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": body_params}
+        async with httpx.AsyncClient(timeout=30) as http:
+            response = await http.post(self.url, json=payload, headers=request_headers)
+        return response.status_code, _parse(response)
+
+    async def result(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        status, body = await self.call(method, params)
+        assert "result" in body, f"{method} failed with HTTP {status}: {body}"
+        return body["result"]
+
+
+def _parse(response: httpx.Response) -> dict[str, Any]:
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        for line in response.text.splitlines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if "id" in message:
+                    return message
+        raise AssertionError(f"no response in event stream: {response.text!r}")
+    return response.json()
