@@ -1,0 +1,331 @@
+"""A task's life, driven by a FastMCP ``Client`` the way users drive it.
+
+working → input_required → working → completed | failed | cancelled, each
+transition on a real Temporal server, over the in-memory transport unless the
+test is about HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types
+import pytest
+from fastmcp import Client, Context, FastMCP
+from fastmcp.client.elicitation import ElicitResult
+from fastmcp.exceptions import ToolError
+from fastmcp_tasks import call_tool_task
+from fastmcp_tasks.client import _send_update
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
+
+from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from tests.conftest import http_client
+
+
+def ask(key: str, message: str) -> mcp_types.InputRequiredResult:
+    """The guard pattern: end this leg by asking the client one question."""
+    return mcp_types.InputRequiredResult(
+        input_requests={
+            key: mcp_types.ElicitRequest(
+                params=mcp_types.ElicitRequestFormParams(
+                    message=message,
+                    requested_schema={
+                        "type": "object",
+                        "properties": {"answer": {"type": "string"}},
+                        "required": ["answer"],
+                    },
+                )
+            )
+        }
+    )
+
+
+def answers(ctx: Context) -> dict[str, Any]:
+    return {
+        key: response.content["answer"]
+        for key, response in (ctx.input_responses or {}).items()
+        if isinstance(response, mcp_types.ElicitResult) and response.content
+    }
+
+
+async def test_call_tool_drives_a_task_transparently(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    mcp = FastMCP("transparent")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    async with Client(mcp) as client:
+        result = await client.call_tool("add", {"a": 2, "b": 3})
+        assert result.data == 5
+        task = await call_tool_task(client, "add", {"a": 1, "b": 1})
+        assert (await task.result()).data == 2
+        assert (await task.status()).status == "completed"
+
+
+async def test_raised_errors_complete_the_task_with_a_masked_is_error_result(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    mcp = FastMCP("errors", mask_error_details=True)
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def explicit() -> str:
+        raise ToolError("you may see this")
+
+    @mcp.tool(task=True)
+    async def secret() -> str:
+        raise ValueError("database password is hunter2")
+
+    async with Client(mcp) as client:
+        for tool, text in [("explicit", "you may see this"), ("secret", "Error calling tool 'secret'")]:
+            task = await call_tool_task(client, tool, {}, raise_on_error=False)
+            final = await task.wait()
+            assert final.status == "completed"
+            assert final.result is not None and final.result["isError"] is True
+            assert final.result["content"] == [{"type": "text", "text": text}]
+
+
+async def test_cancel_stops_a_running_body_and_the_task_reads_cancelled(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    mcp = FastMCP("cancel")
+    mcp.add_extension(temporal_tasks())
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    @mcp.tool(task=True)
+    async def forever() -> str:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+        return "never"
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "forever", {})
+        await asyncio.wait_for(started.wait(), 20)
+        await task.cancel()
+        final = await task.wait(timeout=20)
+        assert final.status == "cancelled"
+        assert stopped.is_set(), "the body saw the cancellation"
+        await task.cancel()  # cancelling again is an ack and changes nothing
+        assert (await task.status()).status == "cancelled"
+
+
+async def test_finished_tasks_never_change(temporal_tasks: Callable[..., TemporalTasks]) -> None:
+    mcp = FastMCP("terminal")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def quick() -> str:
+        return "done"
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "quick", {})
+        done = await task.wait()
+        await task.cancel()
+        await _send_update(client.session, task.task_id, {"any": {"action": "accept"}})
+        after = await task.status()
+        assert after.status == "completed"
+        assert after.result == done.result
+        assert after.last_updated_at == done.last_updated_at
+
+
+async def test_only_the_tool_the_client_named_becomes_a_task(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    mcp = FastMCP("nested")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def inner() -> str:
+        return "inner ran inline"
+
+    @mcp.tool(task=True)
+    async def outer(ctx: Context) -> str:
+        nested = await ctx.fastmcp.call_tool("inner", {})
+        return str(nested.structured_content["result"])
+
+    async with Client(mcp) as client:
+        assert (await client.call_tool("outer", {})).data == "inner ran inline"
+
+
+async def test_input_required_round_trip_over_http(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    """The tool asks; the task parks; the client answers; the next leg sees the answer."""
+    mcp = FastMCP("guard")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def greet(ctx: Context) -> str:
+        got = answers(ctx)
+        if "name" not in got:
+            return ask("name", "Who are you?")  # type: ignore[return-value]
+        return f"Hello, {got['name']}!"
+
+    async with http_client(mcp) as client:
+        task = await call_tool_task(client, "greet", {})
+        parked = await task.wait(state="input_required", timeout=20)
+        (key,) = parked.input_requests
+        assert key != "name", "keys are minted by the task, not the tool"
+        assert parked.input_requests[key]["method"] == "elicitation/create"
+        await _send_update(
+            client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "Ada"}}}
+        )
+        assert (await task.result()).data == "Hello, Ada!"
+
+
+async def test_elicitation_handler_answers_parked_tasks_transparently(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    mcp = FastMCP("handler")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def two_questions(ctx: Context) -> str:
+        got = answers(ctx)
+        state = ctx.request_state or ""
+        if not state:
+            return mcp_types.InputRequiredResult(  # type: ignore[return-value]
+                input_requests=ask("q", "first?").input_requests, request_state="one"
+            )
+        if state == "one":
+            return mcp_types.InputRequiredResult(  # type: ignore[return-value]
+                input_requests=ask("q", "second?").input_requests,
+                request_state=f"one:{got['q']}",
+            )
+        return f"{state}+{got['q']}"
+
+    seen: list[str] = []
+
+    async def handler(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        seen.append(message)
+        return ElicitResult(action="accept", content={"answer": message.rstrip("?")})
+
+    async with http_client(mcp, elicitation_handler=handler) as client:
+        result = await client.call_tool("two_questions", {})
+        assert result.data == "one:first+second"
+        assert seen == ["first?", "second?"]
+
+
+async def test_partial_answers_retire_only_their_keys(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    mcp = FastMCP("partial")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def pair(ctx: Context) -> str:
+        got = answers(ctx)
+        if not got:
+            requests = {**ask("a", "A?").input_requests, **ask("b", "B?").input_requests}
+            return mcp_types.InputRequiredResult(input_requests=requests)  # type: ignore[return-value]
+        return f"{got['a']}{got['b']}"
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "pair", {})
+        parked = await task.wait(state="input_required", timeout=20)
+        key_a, key_b = sorted(parked.input_requests)
+        accept = {"action": "accept", "content": {"answer": "x"}}
+        await _send_update(client.session, task.task_id, {key_a: accept, "never-issued": accept})
+        rest = await task.status()
+        assert rest.status == "input_required"
+        assert set(rest.input_requests) == {key_b}
+        with pytest.raises(Exception, match="Invalid input response"):
+            await _send_update(client.session, task.task_id, {key_b: {"action": 42}})
+        assert set((await task.status()).input_requests) == {key_b}
+        await _send_update(
+            client.session, task.task_id, {key_b: {"action": "accept", "content": {"answer": "y"}}}
+        )
+        assert (await task.result()).data == "xy"
+
+
+async def test_racing_updates_start_the_next_leg_exactly_once(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    mcp = FastMCP("race")
+    mcp.add_extension(temporal_tasks())
+    second_legs: list[str] = []
+
+    @mcp.tool(task=True)
+    async def once(ctx: Context) -> str:
+        got = answers(ctx)
+        if not got:
+            return ask("go", "Go?")  # type: ignore[return-value]
+        second_legs.append(got["go"])
+        return got["go"]
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "once", {})
+        (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
+        await asyncio.gather(
+            *(
+                _send_update(
+                    client.session,
+                    task.task_id,
+                    {key: {"action": "accept", "content": {"answer": str(i)}}},
+                )
+                for i in range(100)
+            )
+        )
+        winner = (await task.result()).data
+        assert second_legs == [winner]
+
+
+async def test_cancel_while_parked_and_later_updates_are_no_ops(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    mcp = FastMCP("parked-cancel")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def parked(ctx: Context) -> str:
+        return ask("q", "?") if not answers(ctx) else "answered"  # type: ignore[return-value]
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "parked", {}, raise_on_error=False)
+        (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
+        await task.cancel()
+        assert (await task.wait(timeout=20)).status == "cancelled"
+        await _send_update(
+            client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "x"}}}
+        )
+        assert (await task.status()).status == "cancelled"
+
+
+async def test_tasks_are_readable_and_answerable_with_no_worker_up(
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """A front end without a worker answers from Temporal's records and never hangs."""
+    mcp = FastMCP("front-end")
+    mcp.add_extension(temporal_tasks(run_worker=False))
+
+    @mcp.tool(task=True)
+    async def job(ctx: Context) -> str:
+        return ask("ok", "OK?") if not answers(ctx) else "finished"  # type: ignore[return-value]
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "job", {})
+        polled = await task.status()  # no worker has ever polled this queue
+        assert polled.status == "working"
+        async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
+            parked = await task.wait(state="input_required", timeout=20)
+        (key,) = parked.input_requests
+        # The worker is gone again: the parked state and the answer still work.
+        assert (await task.status()).input_requests == parked.input_requests
+        await _send_update(
+            client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "y"}}}
+        )
+        async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
+            assert (await task.result()).data == "finished"
