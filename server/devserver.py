@@ -11,7 +11,9 @@ file does. The process is stopped, by its PID, when the extension shuts down.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import ctypes
 import logging
 import os
 import shutil
@@ -43,6 +45,13 @@ def temporal_binary() -> str:
             "(a dependency of fastmcp-temporal) or configure a Temporal address."
         )
     return found
+
+
+def _die_with_parent() -> None:
+    """In the child: ask Linux to SIGTERM it when the process that started it dies."""
+    with contextlib.suppress(Exception):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def free_port() -> int:
@@ -105,9 +114,16 @@ class DevServer:
         log_path = directory / "temporal-dev-server.log"
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
-                args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                args,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         server = cls(process, f"127.0.0.1:{port}", ui_url, namespace, log_path)
+        # Belt and braces: the server must not outlive us even when the host
+        # app exits without unwinding its lifespan (or is killed outright).
+        atexit.register(server.stop)
         try:
             await server._wait_until_ready(startup_timeout_s)
         except BaseException:
@@ -141,6 +157,7 @@ class DevServer:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the server process (its whole process group) and wait for it."""
+        atexit.unregister(self.stop)
         if self.process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
