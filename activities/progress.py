@@ -65,7 +65,10 @@ class LegProgress:
         self.report(progress=(self._current or 0) + amount, total=None, message=None)
 
     async def set_message(self, message: str | None) -> None:
-        self.report(progress=None, total=None, message=message)
+        # ``None`` clears the message (``ProgressLike``; Docket and in-memory agree),
+        # unlike ``report(message=None)``, which means "no new message".
+        self._message = message
+        activity.heartbeat(self.details())
 
     async def heartbeat_forever(self, interval_s: float) -> None:
         """Keep the leg alive (and cancellable) while the body runs."""

@@ -19,6 +19,7 @@ surface and answers from what the task captured at creation:
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -73,9 +74,13 @@ class TaskContext(Context):
         progress: LegProgress,
         input_responses: mcp_types.InputResponses | None = None,
         request_state: str | None = None,
+        level_server: FastMCP | None = None,
     ) -> None:
         super().__init__(fastmcp, task_id=task_id, origin_request_id=caller.origin_request_id)
         self._caller = caller
+        # The server the client talks to, where ``logging/setLevel`` is stored.
+        # For a mounted tool ``fastmcp`` is the child, which never sees it.
+        self._level_server = weakref.ref(level_server) if level_server is not None else None
         self._progress = progress
         self._task_input_responses = input_responses
         self._task_request_state = request_state
@@ -107,7 +112,7 @@ class TaskContext(Context):
         )
 
     def _minimum_log_level(self) -> str:
-        server = self.fastmcp
+        server = (self._level_server and self._level_server()) or self.fastmcp
         caller = self._caller
         if caller.log_level_key is not None:
             live = server._client_log_levels.get(caller.log_level_key)

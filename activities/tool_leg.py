@@ -80,6 +80,7 @@ class ToolLegActivity:
             progress=progress,
             input_responses=_typed_responses(request.input_responses),
             request_state=request.request_state,
+            level_server=self._server,
         )
         async with ctx:
             try:

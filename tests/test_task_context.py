@@ -60,7 +60,7 @@ OBSERVE_WITHIN_S = 30.0
 BuildTasks = Callable[..., TemporalTasks]
 
 
-async def wait_for_status_message(task: ToolTask, expected: str) -> str:
+async def wait_for_status_message(task: ToolTask, expected: str | None) -> str | None:
     """Poll ``tasks/get`` until the running task reports ``expected`` as its ``statusMessage``.
 
     Progress travels on the leg's activity heartbeats, which the worker sends at
@@ -230,6 +230,48 @@ async def test_progress_dependency_message_is_the_status_message_while_running(
     assert observed == {"current": 3, "total": 10}
 
 
+async def test_progress_dependency_can_clear_its_message(temporal_tasks: BuildTasks) -> None:
+    """``Progress.set_message(None)`` clears the message, as ``ProgressLike`` specifies.
+
+    FastMCP's in-memory progress and Docket's execution progress both treat
+    ``None`` as "clear the previous message"; inside a task the cleared message
+    must read back as ``None`` and ``tasks/get`` must stop showing it. (Unlike
+    ``ctx.report_progress(p, total)`` without a message, which keeps the
+    previous message, as FastMCP's background path does.)
+    """
+    mcp = FastMCP("progress-clear")
+    mcp.add_extension(temporal_tasks())
+    downloading_seen = asyncio.Event()
+    cleared = asyncio.Event()
+    finish = asyncio.Event()
+    observed: dict[str, Any] = {}
+
+    @mcp.tool(task=True)
+    async def download(progress: Progress = Progress()) -> str:  # noqa: B008
+        await progress.set_message("Downloading")
+        await downloading_seen.wait()
+        await progress.set_message(None)
+        observed["message_after_clear"] = progress.message
+        cleared.set()
+        await finish.wait()
+        return "downloaded"
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "download", {})
+        try:
+            await wait_for_status_message(task, "Downloading")
+            downloading_seen.set()
+            await asyncio.wait_for(cleared.wait(), OBSERVE_WITHIN_S)
+            assert observed["message_after_clear"] is None
+            await wait_for_status_message(task, None)
+        finally:
+            downloading_seen.set()
+            finish.set()
+            result = await task.result()
+
+    assert result.data == "downloaded"
+
+
 # -- logging: gated by the submitting client's level, written server-side -------------------------
 
 
@@ -261,6 +303,53 @@ async def test_task_logging_is_gated_by_the_submitting_clients_level(
         result = await task.result()
 
     assert result.data == "logged"
+    task_lines = [
+        (record.levelname, record.getMessage())
+        for record in caplog.records
+        if record.name == "fastmcp_temporal.task"
+    ]
+    assert task_lines == [("ERROR", f"task {task.task_id}: error line (emitted)")]
+
+
+@pytest.mark.parametrize(
+    "mounted",
+    [
+        pytest.param(False, id="root-tool"),
+        pytest.param(True, id="mounted-tool"),
+    ],
+)
+async def test_level_set_while_the_task_runs_applies_to_its_later_logs(
+    temporal_tasks: BuildTasks, caplog: pytest.LogCaptureFixture, mounted: bool
+) -> None:
+    """The gate is the submitting client's *current* level, not a snapshot.
+
+    A task can run for hours; if the client raises its level to ``error``
+    meanwhile, the task's later ``info`` lines are suppressed. This holds for a
+    tool on the server itself and for a tool on a mounted child server alike.
+    """
+    caplog.set_level(logging.DEBUG, logger="fastmcp_temporal.task")
+    parent = FastMCP("logging-live")
+    home = FastMCP("logging-live-child") if mounted else parent
+    level_raised = asyncio.Event()
+
+    @home.tool(task=True)
+    async def long_job(ctx: Context) -> str:
+        await level_raised.wait()
+        await ctx.info("info line (suppressed)")
+        await ctx.error("error line (emitted)")
+        return "done"
+
+    if mounted:
+        parent.mount(home, namespace="c")
+    parent.add_extension(temporal_tasks())
+
+    async with Client(parent, mode="legacy") as legacy, Client(parent) as client:
+        task = await call_tool_task(client, "c_long_job" if mounted else "long_job", {})
+        await legacy.set_logging_level("error")
+        level_raised.set()
+        result = await task.result()
+
+    assert result.data == "done"
     task_lines = [
         (record.levelname, record.getMessage())
         for record in caplog.records
@@ -340,7 +429,7 @@ async def test_access_token_and_headers_round_trip_over_http(
     The server verifies a real bearer token (``StaticTokenVerifier``). Inside the
     task:
 
-    - ``get_access_token()`` returns that token (value, ``client_id``, scopes);
+    - ``get_access_token()`` returns that token (value, ``client_id``, scopes, claims);
     - ``get_http_headers()`` returns the creating request's headers (a custom
       header included), but never the raw credential: ``authorization`` is not
       copied into the task, even with ``include_all=True``;
@@ -366,6 +455,7 @@ async def test_access_token_and_headers_round_trip_over_http(
             "token": None if token is None else token.token,
             "client_id": None if token is None else token.client_id,
             "scopes": None if token is None else sorted(token.scopes),
+            "sub": None if token is None else token.claims.get("sub"),
             "x_request_origin": headers.get("x-request-origin"),
             "authorization_copied": "authorization" in get_http_headers(include_all=True),
             "http_request_error": http_request_error,
@@ -381,6 +471,7 @@ async def test_access_token_and_headers_round_trip_over_http(
         "token": "alice-token",
         "client_id": "alice",
         "scopes": ["read", "write"],
+        "sub": "user-1",
         "x_request_origin": "docs-test",
         "authorization_copied": False,
         "http_request_error": "RuntimeError",
@@ -450,6 +541,36 @@ async def test_dependencies_are_injected_and_cleaned_up(temporal_tasks: BuildTas
 
     assert result.data == {"in_task": True, "conn": "conn-1", "server_is_registering_server": True}
     assert events == ["opened", "used conn-1", "closed"]
+
+
+async def test_dependency_cleanup_runs_when_the_tool_raises(temporal_tasks: BuildTasks) -> None:
+    """A raising body still exits its dependencies; the task completes with ``isError``."""
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def connection() -> AsyncIterator[str]:
+        events.append("opened")
+        try:
+            yield "conn-1"
+        finally:
+            events.append("closed")
+
+    mcp = FastMCP("dependencies-error")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def broken(conn: str = Depends(connection)) -> str:
+        raise ValueError(f"could not use {conn}")
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "broken", {}, raise_on_error=False)
+        final = await task.wait(timeout=OBSERVE_WITHIN_S)
+
+    assert final.status == "completed"
+    assert final.result is not None
+    assert final.result["isError"] is True
+    assert final.result["content"][0]["text"] == "Error calling tool 'broken': could not use conn-1"
+    assert events == ["opened", "closed"]
 
 
 # -- composition: mounted servers and tool versions -----------------------------------------------
