@@ -17,8 +17,9 @@ import asyncio
 from typing import Any
 
 from fastmcp.server.dependencies import Progress
-from fastmcp_temporal.activities.task_context import current_leg_progress
 from temporalio import activity
+
+from fastmcp_temporal.activities.task_context import current_leg_progress
 
 
 class LegProgress:

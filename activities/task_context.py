@@ -25,11 +25,13 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from fastmcp.server.context import Context
+
 from fastmcp_temporal.workflows.models import CallerSnapshot
 
 if TYPE_CHECKING:
     import mcp_types
     from fastmcp import FastMCP
+
     from fastmcp_temporal.activities.progress import LegProgress
 
 _logger = logging.getLogger("fastmcp_temporal.task")

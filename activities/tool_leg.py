@@ -31,9 +31,6 @@ from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from fastmcp.utilities.exceptions import get_http_status_code, is_timeout_error
 from fastmcp.utilities.versions import VersionSpec
-from fastmcp_temporal.activities.progress import LegProgress
-from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
-from fastmcp_temporal.workflows.models import CallerSnapshot, LegOutcome, LegRequest
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.shared.exceptions import MCPError
@@ -44,6 +41,10 @@ from pydantic import ValidationError as PydanticValidationError
 from temporalio import activity
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
+
+from fastmcp_temporal.activities.progress import LegProgress
+from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
+from fastmcp_temporal.workflows.models import CallerSnapshot, LegOutcome, LegRequest
 
 logger = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import os
 import shutil
 import signal
@@ -97,9 +98,7 @@ async def multi_input(ctx: Context) -> str | mcp_types.InputRequiredResult:
     responses = ctx.input_responses or {}
     missing = {}
     if "name" not in responses:
-        missing["name"] = _elicit(
-            "What is your name?", {"name": {"type": "string"}}, ["name"]
-        )
+        missing["name"] = _elicit("What is your name?", {"name": {"type": "string"}}, ["name"])
     if "confirm" not in responses:
         missing["confirm"] = _elicit(
             "Please confirm.", {"confirm": {"type": "boolean"}}, ["confirm"]
@@ -118,9 +117,7 @@ async def test_tool_with_task(ctx: Context) -> str | mcp_types.InputRequiredResu
     if "user_name" not in responses:
         return mcp_types.InputRequiredResult(
             input_requests={
-                "user_name": _elicit(
-                    "What is your name?", {"name": {"type": "string"}}, ["name"]
-                )
+                "user_name": _elicit("What is your name?", {"name": {"type": "string"}}, ["name"])
             },
             request_state="awaiting-user-name",
         )
@@ -151,9 +148,12 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="fastmcp-temporal-conformance-")
-    mcp.add_extension(
-        TemporalTasks(data_dir=data_dir, ui=False, task_queue="conformance")
-    )
+    options: dict = {"data_dir": data_dir, "ui": False, "task_queue": "conformance"}
+    if "mrtr_before_task" in inspect.signature(TemporalTasks).parameters:
+        # Resolve test_tool_with_task's MRTR round synchronously, then create the
+        # task (tasks-mrtr-composition), where the installed version supports it.
+        options["mrtr_before_task"] = {"test_tool_with_task"}
+    mcp.add_extension(TemporalTasks(**options))
     try:
         mcp.run(transport="http", host=args.host, port=args.port, path="/mcp", show_banner=False)
     finally:

@@ -34,9 +34,10 @@ from fastmcp.tools.function_tool import (
     _validate_input,
 )
 from fastmcp.utilities.types import get_cached_typeadapter
-from fastmcp_temporal.workflows.models import CallerSnapshot
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from pydantic import ValidationError as PydanticValidationError
+
+from fastmcp_temporal.workflows.models import CallerSnapshot
 
 #: Headers that carry credentials. The caller's token travels as the access
 #: token itself; raw credentials are not copied into the task's history.

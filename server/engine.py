@@ -24,6 +24,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import mcp_types
+from pydantic import TypeAdapter
+from pydantic import ValidationError as PydanticValidationError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryRejectedError,
+)
+from temporalio.common import QueryRejectCondition, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
 from fastmcp_temporal.server.wire import (
     CreateTaskResult,
     GetTaskResult,
@@ -42,18 +55,6 @@ from fastmcp_temporal.workflows.models import (
     TaskView,
 )
 from fastmcp_temporal.workflows.task_workflow import FAILED_ERROR_TYPE, INTERNAL_ERROR, MEMO_KEY
-from pydantic import TypeAdapter
-from pydantic import ValidationError as PydanticValidationError
-from temporalio.client import (
-    Client,
-    WorkflowExecutionStatus,
-    WorkflowFailureError,
-    WorkflowHandle,
-    WorkflowQueryRejectedError,
-)
-from temporalio.common import QueryRejectCondition, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
 
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 _RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {

@@ -48,6 +48,15 @@ from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.tools.base import Tool
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 from fastmcp.utilities.versions import VersionSpec
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+from mcp_types.jsonrpc import HEADER_MISMATCH
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+
 from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
@@ -66,14 +75,6 @@ from fastmcp_temporal.server.wire import (
     missing_capability,
 )
 from fastmcp_temporal.workflows.models import LegPolicy
-from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
-from mcp_types.jsonrpc import HEADER_MISMATCH
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Worker
 
 if TYPE_CHECKING:
     import mcp_types

@@ -16,13 +16,14 @@ from __future__ import annotations
 import dataclasses
 
 from fastmcp import FastMCP
-from fastmcp_temporal.activities.tool_leg import ToolLegActivity
-from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from fastmcp_temporal.activities.tool_leg import ToolLegActivity
+from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow
 
 _PASSTHROUGH = ("fastmcp_temporal", "fastmcp", "mcp", "mcp_types", "pydantic")
 

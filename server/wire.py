@@ -13,11 +13,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
-from fastmcp_temporal.workflows.models import TaskStatus, TaskView
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, RequestParams, Result
 from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 from pydantic import BaseModel, ConfigDict, Field
+
+from fastmcp_temporal.workflows.models import TaskStatus, TaskView
 
 _MAX_ECHOED_ID = 80
 

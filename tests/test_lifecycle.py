@@ -84,7 +84,10 @@ async def test_raised_errors_complete_the_task_with_a_masked_is_error_result(
         raise ValueError("database password is hunter2")
 
     async with Client(mcp) as client:
-        for tool, text in [("explicit", "you may see this"), ("secret", "Error calling tool 'secret'")]:
+        for tool, text in [
+            ("explicit", "you may see this"),
+            ("secret", "Error calling tool 'secret'"),
+        ]:
             task = await call_tool_task(client, tool, {}, raise_on_error=False)
             final = await task.wait()
             assert final.status == "completed"

@@ -130,7 +130,11 @@ async def test_last_updated_at_is_the_last_state_change_not_now(raw: RawMcp) -> 
 async def test_protocol_error_fails_the_task_with_the_json_rpc_error(raw: RawMcp) -> None:
     created = await create(raw, "protocol_fault")
     task = await poll_until(raw, created["taskId"], "failed")
-    assert task["error"] == {"code": -32050, "message": "upstream said no", "data": {"retry": False}}
+    assert task["error"] == {
+        "code": -32050,
+        "message": "upstream said no",
+        "data": {"retry": False},
+    }
     assert task["statusMessage"] == "upstream said no"
     assert "result" not in task
 

@@ -19,6 +19,10 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+
 from fastmcp_temporal.workflows.models import (
     INPUT_SIGNAL,
     VIEW_QUERY,
@@ -30,9 +34,6 @@ from fastmcp_temporal.workflows.models import (
     TaskStatus,
     TaskView,
 )
-from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 #: Memo key holding the task's last state change, so ``tasks/get`` can answer
 #: from Temporal's own records when no worker is up to serve the query.

@@ -1,0 +1,95 @@
+"""The embedded default and the "grown up" address mode.
+
+``TemporalTasks()`` with no address starts a real ``temporal server start-dev``
+(SQLite file, Web UI), runs the worker in process and stops the server on
+shutdown; with an address it starts nothing. Also: the ref-counted wire step
+that keeps a ``CreateTaskResult`` intact.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import mcp_types.methods
+import pytest
+from fastmcp import Client, FastMCP
+
+from fastmcp_temporal import DevServer, TemporalTasks
+from fastmcp_temporal.server import wire_production
+
+
+def echo_server(extension: TemporalTasks) -> FastMCP:
+    mcp = FastMCP("embedded")
+    mcp.add_extension(extension)
+
+    @mcp.tool(task=True)
+    async def echo(text: str) -> str:
+        return text
+
+    return mcp
+
+
+async def test_no_address_starts_and_stops_an_embedded_dev_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TEMPORAL_ADDRESS", raising=False)
+    extension = TemporalTasks(data_dir=tmp_path, task_queue="embedded")
+    async with Client(echo_server(extension)) as client:
+        dev = extension.dev_server
+        assert dev is not None and dev.process.poll() is None
+        assert (await client.call_tool("echo", {"text": "durable"})).data == "durable"
+        assert (tmp_path / "temporal.sqlite").exists()
+        assert dev.ui_url is not None
+        async with httpx.AsyncClient() as http:
+            settings = await http.get(f"{dev.ui_url}/api/v1/settings")
+        assert settings.status_code == 200
+    assert extension.dev_server is None
+    assert dev.process.poll() is not None, "the dev server is stopped with the extension"
+
+
+async def test_tasks_survive_a_restart_of_the_embedded_server(tmp_path: Path) -> None:
+    """Same data directory, new process: the finished task is still there."""
+    first = TemporalTasks(data_dir=tmp_path, task_queue="restart", ui=False)
+    async with Client(echo_server(first)) as client:
+        from fastmcp_tasks import call_tool_task
+
+        task = await call_tool_task(client, "echo", {"text": "kept"})
+        await task.wait()
+    second = TemporalTasks(data_dir=tmp_path, task_queue="restart", ui=False)
+    async with Client(echo_server(second)) as client:
+        from fastmcp_tasks.client import _send_get
+
+        again = await _send_get(client.session, task.task_id)
+        assert again.status == "completed"
+        assert again.result is not None and again.result["structuredContent"] == {"result": "kept"}
+
+
+async def test_an_address_connects_and_starts_nothing(
+    temporal_server: DevServer, task_queue: str
+) -> None:
+    extension = TemporalTasks(address=temporal_server.address, task_queue=task_queue)
+    async with Client(echo_server(extension)) as client:
+        assert extension.dev_server is None
+        assert (await client.call_tool("echo", {"text": "remote"})).data == "remote"
+
+
+async def test_wire_production_is_refcounted_and_inert_for_other_results(
+    temporal_server: DevServer, task_queue: str
+) -> None:
+    stock = mcp_types.methods.serialize_server_result
+    task_shaped = {"resultType": "task", "taskId": "t", "status": "working"}
+    a = TemporalTasks(address=temporal_server.address, task_queue=task_queue, run_worker=False)
+    b = TemporalTasks(address=temporal_server.address, task_queue=task_queue, run_worker=False)
+    async with Client(echo_server(a)):
+        async with Client(echo_server(b)):
+            assert wire_production.installed()
+        assert wire_production.installed(), "still held by the first server"
+        serialize = mcp_types.methods.serialize_server_result
+        assert serialize("tools/call", "2026-07-28", task_shaped) == task_shaped
+        plain = {"content": [{"type": "text", "text": "x"}], "resultType": "complete"}
+        assert serialize("tools/call", "2026-07-28", plain) == stock(
+            "tools/call", "2026-07-28", plain
+        )
+    assert not wire_production.installed()
+    assert mcp_types.methods.serialize_server_result is stock
