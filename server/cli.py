@@ -1,0 +1,46 @@
+"""The ``fastmcp-temporal`` command.
+
+    fastmcp-temporal demo [--port 8000]       the demo server on the embedded Temporal
+
+Each subcommand lives in the module of its concern and registers itself here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _demo(args: argparse.Namespace) -> int:
+    import runpy
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parent.parent / "examples" / "demo_server.py"
+    sys.argv = [str(demo), "--host", args.host, "--port", str(args.port)]
+    runpy.run_path(str(demo), run_name="__main__")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fastmcp-temporal", description="Durable MCP tasks for FastMCP, on Temporal."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="run the demo server on the embedded Temporal")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=8000)
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
