@@ -43,6 +43,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from fastmcp_temporal.activities.progress import LegProgress
+from fastmcp_temporal.activities.steps import StepCheckpoint
 from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
 from fastmcp_temporal.workflows.models import CallerSnapshot, LegOutcome, LegRequest
 
@@ -86,6 +87,8 @@ class ToolLegActivity:
         async with ctx:
             try:
                 result = await component.run(dict(request.arguments))
+            except StepCheckpoint as checkpoint:
+                return LegOutcome(kind="input_required", request_state=checkpoint.request_state)
             except MCPError as err:
                 return _error_outcome(err.error.code, err.error.message, err.error.data)
             except FastMCPError as err:

@@ -13,7 +13,7 @@
 #
 # Env: CONFORMANCE_VERSION (default 0.2.0-alpha.12), PYTHON (default .venv's),
 #      CONFORMANCE_TIMEOUT_MS (per scenario, default 30000),
-#      EXPECTED_FAILURES (space-separated scenarios, default tasks-mrtr-composition).
+#      EXPECTED_FAILURES (space-separated scenarios, default none).
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,7 +22,7 @@ NODE_PREFIX="$HERE/.node"
 CONFORMANCE_VERSION="${CONFORMANCE_VERSION:-0.2.0-alpha.12}"
 NODE_MAJOR=22
 TIMEOUT_MS="${CONFORMANCE_TIMEOUT_MS:-30000}"
-EXPECTED_FAILURES="${EXPECTED_FAILURES-tasks-mrtr-composition}"
+EXPECTED_FAILURES="${EXPECTED_FAILURES-}"
 ALL_SCENARIOS=(
   tasks-capability-negotiation tasks-lifecycle tasks-wire-fields
   tasks-request-state-removal tasks-mrtr-input tasks-request-headers

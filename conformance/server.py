@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import os
 import shutil
 import signal
@@ -148,12 +147,16 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="fastmcp-temporal-conformance-")
-    options: dict = {"data_dir": data_dir, "ui": False, "task_queue": "conformance"}
-    if "mrtr_before_task" in inspect.signature(TemporalTasks).parameters:
-        # Resolve test_tool_with_task's MRTR round synchronously, then create the
-        # task (tasks-mrtr-composition), where the installed version supports it.
-        options["mrtr_before_task"] = {"test_tool_with_task"}
-    mcp.add_extension(TemporalTasks(**options))
+    # test_tool_with_task resolves its MRTR round synchronously before the task
+    # exists (tasks-mrtr-composition); the other guard tools ask inside the task.
+    mcp.add_extension(
+        TemporalTasks(
+            data_dir=data_dir,
+            ui=False,
+            task_queue="conformance",
+            mrtr_first_tools={"test_tool_with_task"},
+        )
+    )
     try:
         mcp.run(transport="http", host=args.host, port=args.port, path="/mcp", show_banner=False)
     finally:

@@ -7,9 +7,10 @@ mcp.add_extension(TemporalTasks())
 ```
 """
 
+from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.extension import TemporalTasks
 from fastmcp_temporal.server.plugin import McpTasksPlugin
 from fastmcp_temporal.workflows.models import LegPolicy
 
-__all__ = ["DevServer", "LegPolicy", "McpTasksPlugin", "TemporalTasks"]
+__all__ = ["DevServer", "LegPolicy", "McpTasksPlugin", "Steps", "TemporalTasks"]

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import mcp_types
+from fastmcp.utilities.tasks import DEFAULT_POLL_INTERVAL
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 from temporalio.client import (
@@ -34,9 +35,10 @@ from temporalio.client import (
     WorkflowQueryRejectedError,
 )
 from temporalio.common import QueryRejectCondition, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
+from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
 from fastmcp_temporal.server.wire import (
     CreateTaskResult,
     GetTaskResult,
@@ -56,6 +58,8 @@ from fastmcp_temporal.workflows.models import (
 )
 from fastmcp_temporal.workflows.task_workflow import FAILED_ERROR_TYPE, INTERNAL_ERROR, MEMO_KEY
 
+#: How long a task that finished after its TTL stays readable.
+FINISHED_GRACE = timedelta(minutes=1)
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 _RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
     "elicitation/create": TypeAdapter(mcp_types.ElicitResult),
@@ -89,8 +93,10 @@ class TaskEngine:
         query_timeout: timedelta,
         leg_policy: LegPolicy,
         max_rounds: int,
+        rounds_per_run: int = 200,
     ) -> None:
         self.client = client
+        self.rounds_per_run = rounds_per_run
         self.task_queue = task_queue
         self.ttl_ms = ttl_ms
         self.query_timeout = query_timeout
@@ -108,6 +114,8 @@ class TaskEngine:
         arguments: dict[str, Any],
         poll_interval_ms: int,
         caller: CallerSnapshot,
+        input_responses: dict[str, Any] | None = None,
+        request_state: str | None = None,
     ) -> CreateTaskResult:
         """Start the task's workflow; returns once ``tasks/get`` would resolve.
 
@@ -127,6 +135,9 @@ class TaskEngine:
             caller=caller,
             leg_policy=self.leg_policy,
             max_rounds=self.max_rounds,
+            rounds_per_run=self.rounds_per_run,
+            input_responses=input_responses,
+            request_state=request_state,
         )
         initial = TaskView(
             task_id=task_id,
@@ -184,7 +195,7 @@ class TaskEngine:
             view = await handle.result(rpc_timeout=self.query_timeout)
             return self._unless_expired(task_id, GetTaskResult.from_view(view))
         description = await handle.describe(rpc_timeout=self.query_timeout)
-        memo_view = await self._memo_view(task_id, description)
+        memo_view = await self._memo_view(task_id, description, closed=True)
         closed_at = description.close_time or datetime.now(UTC)
         if status == WorkflowExecutionStatus.CANCELED:
             view = memo_view.model_copy(
@@ -207,6 +218,7 @@ class TaskEngine:
     async def _failed_view(
         self, handle: WorkflowHandle[Any, TaskView], memo_view: TaskView, closed_at: datetime
     ) -> TaskView:
+        message = "Task failed"
         try:
             await handle.result(rpc_timeout=self.query_timeout)
         except WorkflowFailureError as failure:
@@ -217,12 +229,16 @@ class TaskEngine:
                 and cause.details
             ):
                 return TaskView.model_validate(cause.details[0])
+            if isinstance(cause, ApplicationError) and cause.type == UNDECRYPTABLE_ERROR_TYPE:
+                message = cause.message  # a worker failed it closed; the reason names key ids
+        except PayloadDecryptionError as err:
+            message = f"Task failed; this server cannot read why. {err.message}"
         return memo_view.model_copy(
             update={
                 "status": "failed",
                 "last_updated_at": closed_at,
-                "status_message": "Task failed",
-                "error": {"code": INTERNAL_ERROR, "message": "Task failed"},
+                "status_message": message,
+                "error": {"code": INTERNAL_ERROR, "message": message},
                 "input_requests": None,
             }
         )
@@ -241,8 +257,22 @@ class TaskEngine:
         view = await self._memo_view(task_id, description)
         return GetTaskResult.from_view(view, await self._leg_progress(handle, description))
 
-    async def _memo_view(self, task_id: str, description: Any) -> TaskView:
-        memo = await description.memo()
+    async def _memo_view(self, task_id: str, description: Any, *, closed: bool = False) -> TaskView:
+        try:
+            memo = await description.memo()
+        except PayloadDecryptionError:
+            if not closed:
+                raise
+            # Encrypted under a key this server lacks: a closed task still reports
+            # how it ended, on Temporal's own timestamps.
+            return TaskView(
+                task_id=task_id,
+                status="working",
+                created_at=description.start_time,
+                last_updated_at=description.start_time,
+                ttl_ms=self.ttl_ms,
+                poll_interval_ms=int(DEFAULT_POLL_INTERVAL.total_seconds() * 1000),
+            )
         return TaskView.model_validate(memo[MEMO_KEY])
 
     async def _leg_progress(
@@ -259,7 +289,13 @@ class TaskEngine:
             return None
         leg = pending[0]
         if leg.attempt > 1 and leg.HasField("last_failure"):
-            return f"Retrying (attempt {leg.attempt}): {leg.last_failure.message}"
+            # Decoded: with encryption the message sits in encrypted attributes.
+            try:
+                failure = await self.client.data_converter.decode_failure(leg.last_failure)
+                reason = failure.message if isinstance(failure, FailureError) else str(failure)
+            except PayloadDecryptionError as err:
+                reason = err.message
+            return f"Retrying (attempt {leg.attempt}): {reason}"
         if not leg.heartbeat_details.payloads:
             return None
         (details,) = await self.client.data_converter.decode(
@@ -269,11 +305,19 @@ class TaskEngine:
         return message if isinstance(message, str) else None
 
     def _unless_expired(self, task_id: str, result: GetTaskResult) -> GetTaskResult:
-        """A finished task past ``createdAt + ttlMs`` no longer exists for clients."""
+        """A finished task past its TTL no longer exists for clients.
+
+        It expires at ``createdAt + ttlMs``, or -- when it finished later than
+        that (a long run, or a parked task that its TTL ended) -- one
+        ``FINISHED_GRACE`` after it finished, so a polling client still sees
+        how it ended.
+        """
+        if result.ttl_ms is None:
+            return result
         created = datetime.fromisoformat(result.created_at.replace("Z", "+00:00"))
-        if result.ttl_ms is not None and datetime.now(UTC) > created + timedelta(
-            milliseconds=result.ttl_ms
-        ):
+        finished = datetime.fromisoformat(result.last_updated_at.replace("Z", "+00:00"))
+        expires = max(created + timedelta(milliseconds=result.ttl_ms), finished + FINISHED_GRACE)
+        if datetime.now(UTC) > expires:
             raise task_not_found(task_id)
         return result
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -54,14 +54,14 @@ from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
-from fastmcp_temporal.server import wire_production
+from fastmcp_temporal.server import mrtr, wire_production
+from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.creation import capture_caller, task_scope, validate_arguments
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.engine import TaskEngine
@@ -98,12 +98,23 @@ class TemporalTasks(ServerExtension):
         task_queue: Queue the task workflows and tool legs run on.
         ttl_ms: Reported ``ttlMs``: how long a finished task stays readable.
         run_worker: Run a worker in this process (off for stateless front ends).
-        client: An already-connected client (its converter must be pydantic-based).
+        client: An already-connected client. Its converter must be pydantic-based
+            and, for encryption, carry the codec: build it with
+            ``fastmcp_temporal.server.codec.task_data_converter(key)``.
         data_dir: Where the embedded dev server keeps its SQLite file.
         ui: Start the embedded dev server's Web UI.
         query_timeout: Upper bound for one ``tasks/get`` round trip to a worker.
         leg_policy: Timeouts and retries of each tool leg.
         max_rounds: How many legs one task may run.
+        encryption_key: Encrypt every payload at rest (AES-256-GCM): a 32-byte key
+            as base64 or hex, or ``"id:key,id2:key2"`` to rotate (the first one
+            encrypts). Default: ``FASTMCP_TEMPORAL_ENCRYPTION_KEY``. See
+            ``fastmcp_temporal.server.codec``.
+        rounds_per_run: Legs per workflow run before it continues as new.
+        mrtr_first_tools: Tools whose first leg may ask for input synchronously
+            (an ``InputRequiredResult`` on ``tools/call``) before the client gets
+            the task; see ``fastmcp_temporal.server.mrtr``.
+        mrtr_window: How long ``tools/call`` watches such a tool's first leg.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -122,10 +133,20 @@ class TemporalTasks(ServerExtension):
         query_timeout: timedelta = timedelta(seconds=2),
         leg_policy: LegPolicy | None = None,
         max_rounds: int = 1000,
+        rounds_per_run: int = 200,
+        mrtr_first_tools: Collection[str] = (),
+        mrtr_window: timedelta = timedelta(seconds=5),
         worker_options: dict[str, Any] | None = None,
+        encryption_key: str | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
+        if client is not None and encryption_key is not None:
+            raise ValueError(
+                "Pass encryption_key or client, not both: a client's data converter "
+                "decides its encryption (build it with task_data_converter(key))"
+            )
+        self._encryption_key = encryption_key
         self._address = address
         self._namespace = namespace
         self._task_queue = task_queue
@@ -137,6 +158,9 @@ class TemporalTasks(ServerExtension):
         self._query_timeout = query_timeout
         self._leg_policy = leg_policy or LegPolicy()
         self._max_rounds = max_rounds
+        self._rounds_per_run = rounds_per_run
+        self._mrtr_first_tools = frozenset(mrtr_first_tools)
+        self._mrtr_window = mrtr_window
         self._worker_options = dict(worker_options or {})
         self._engine: TaskEngine | None = None
         self._dev_server: DevServer | None = None
@@ -264,6 +288,8 @@ class TemporalTasks(ServerExtension):
             )
         if not opted_in:
             return await call_next()
+        if tool.name in self._mrtr_first_tools:
+            return await self._create_task_mrtr_first(tool, params, context)
         return await self._create_task(tool, dict(params.arguments or {}), context)
 
     async def _create_task(
@@ -280,6 +306,27 @@ class TemporalTasks(ServerExtension):
             caller=capture_caller(context),
         )
 
+    async def _create_task_mrtr_first(
+        self, tool: Tool, params: mcp_types.CallToolRequestParams, context: Context
+    ) -> ToolCallOutcome:
+        request_state = context.request_state
+        if request_state is not None and mrtr.is_ours(request_state):
+            return await mrtr.later_round(
+                self.engine,
+                request_state,
+                context.input_responses,
+                scope=task_scope(),
+                tool_name=tool.name,
+            )
+        created = await self._create_task(tool, dict(params.arguments or {}), context)
+        return await mrtr.first_round(
+            self.engine,
+            created,
+            scope=task_scope(),
+            tool_name=tool.name,
+            window=self._mrtr_window,
+        )
+
     # -- lifespan -------------------------------------------------------------
 
     @asynccontextmanager
@@ -294,6 +341,7 @@ class TemporalTasks(ServerExtension):
                 query_timeout=self._query_timeout,
                 leg_policy=self._leg_policy,
                 max_rounds=self._max_rounds,
+                rounds_per_run=self._rounds_per_run,
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
@@ -330,7 +378,7 @@ class TemporalTasks(ServerExtension):
                 "fastmcp-temporal: embedded Temporal at %s, Web UI %s", address, dev.ui_url
             )
         return await Client.connect(
-            address, namespace=namespace, data_converter=pydantic_data_converter
+            address, namespace=namespace, data_converter=task_data_converter(self._encryption_key)
         )
 
 

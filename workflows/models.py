@@ -29,6 +29,9 @@ TaskStatus = Literal["working", "input_required", "completed", "failed", "cancel
 WORKFLOW_TYPE = "McpTask"
 INPUT_SIGNAL = "mcp_input"
 VIEW_QUERY = "mcp_task"
+#: ``type`` of the failure raised when a payload cannot be decrypted
+#: (``fastmcp_temporal.server.codec``): the task fails closed with its message.
+UNDECRYPTABLE_ERROR_TYPE = "McpPayloadUndecryptable"
 
 
 class CallerSnapshot(BaseModel):
@@ -56,8 +59,22 @@ class LegPolicy(BaseModel):
     task_queue: str | None = None
 
 
+class ResumePoint(BaseModel):
+    """Where a continued-as-new run picks up: the next round and what it gets."""
+
+    round: int
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+    last_updated_at: datetime
+
+
 class TaskStart(BaseModel):
-    """The workflow's input: one ``tools/call`` that became a task."""
+    """The workflow's input: one ``tools/call`` that became a task.
+
+    ``input_responses`` / ``request_state`` seed the first leg (a task created
+    after a synchronous MRTR exchange); ``resume`` is set only by
+    continue-as-new.
+    """
 
     task_id: str
     tool_name: str
@@ -69,6 +86,10 @@ class TaskStart(BaseModel):
     caller: CallerSnapshot = Field(default_factory=CallerSnapshot)
     leg_policy: LegPolicy = Field(default_factory=LegPolicy)
     max_rounds: int = 1000
+    rounds_per_run: int = 200
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+    resume: ResumePoint | None = None
 
 
 class LegRequest(BaseModel):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -25,11 +25,13 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 from fastmcp_temporal.workflows.models import (
     INPUT_SIGNAL,
+    UNDECRYPTABLE_ERROR_TYPE,
     VIEW_QUERY,
     WORKFLOW_TYPE,
     InputDelivery,
     LegOutcome,
     LegRequest,
+    ResumePoint,
     TaskStart,
     TaskStatus,
     TaskView,
@@ -40,6 +42,8 @@ from fastmcp_temporal.workflows.models import (
 MEMO_KEY = "mcp"
 #: JSON-RPC ``-32603``: how a task that broke outside its tool body fails.
 INTERNAL_ERROR = -32603
+#: Implementation-defined server error: the task's TTL ran out while it waited.
+TASK_EXPIRED = -32000
 FAILED_ERROR_TYPE = "McpTaskFailed"
 
 
@@ -50,7 +54,7 @@ class McpTaskWorkflow:
         self._start = start
         self._status: TaskStatus = "working"
         self._status_message: str | None = None
-        self._last_updated_at = start.created_at
+        self._last_updated_at = start.resume.last_updated_at if start.resume else start.created_at
         self._result: dict[str, Any] | None = None
         self._error: dict[str, Any] | None = None
         # Outstanding input: minted key -> (tool's own key, the request).
@@ -66,9 +70,26 @@ class McpTaskWorkflow:
             raise
 
     async def _run_rounds(self, start: TaskStart) -> TaskView:
-        responses: dict[str, Any] | None = None
-        request_state: str | None = None
-        for round_number in range(1, start.max_rounds + 1):
+        resume = start.resume
+        first_round = resume.round if resume else 1
+        responses = resume.input_responses if resume else start.input_responses
+        request_state = resume.request_state if resume else start.request_state
+        for round_number in range(first_round, start.max_rounds + 1):
+            if round_number > first_round and self._history_is_long(round_number - first_round):
+                # Keep long multi-step tasks within the history limits: a new
+                # run carries the next round's inputs, nothing else is needed.
+                workflow.continue_as_new(
+                    start.model_copy(
+                        update={
+                            "resume": ResumePoint(
+                                round=round_number,
+                                input_responses=responses,
+                                request_state=request_state,
+                                last_updated_at=self._last_updated_at,
+                            )
+                        }
+                    )
+                )
             outcome = await self._run_leg(start, round_number, responses, request_state)
             if outcome.kind == "result":
                 self._result = outcome.result
@@ -127,13 +148,27 @@ class McpTaskWorkflow:
             if is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err
             cause = err.cause if err.cause is not None else err
-            self._fail({"code": INTERNAL_ERROR, "message": f"Tool leg failed: {cause}"})
+            reason = str(cause)
+            inner = cause.__cause__
+            if isinstance(inner, ApplicationError) and inner.type == UNDECRYPTABLE_ERROR_TYPE:
+                # The leg's worker could not decrypt its input: say why, not just
+                # the SDK's "Failed decoding arguments".
+                reason = inner.message
+            self._fail({"code": INTERNAL_ERROR, "message": f"Tool leg failed: {reason}"})
+
+    def _history_is_long(self, rounds_this_run: int) -> bool:
+        return (
+            rounds_this_run >= self._start.rounds_per_run
+            or workflow.info().is_continue_as_new_suggested()
+        )
 
     async def _ask(self, round_number: int, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """Park in ``input_required`` until every request of this round is answered.
 
         Keys are minted from the round number, so they are unique for the task's
-        whole life even when a tool reuses its own key on every leg.
+        whole life even when a tool reuses its own key on every leg. A parked
+        task holds no worker slot; it waits at most until its TTL runs out
+        (``createdAt + ttlMs``), then fails with a clear message.
         """
         self._outstanding = {
             f"{round_number}.{tool_key}": (tool_key, request)
@@ -141,7 +176,23 @@ class McpTaskWorkflow:
         }
         self._answers = {}
         self._transition("input_required")
-        await workflow.wait_condition(lambda: not self._outstanding)
+        expires_at = self._start.created_at + timedelta(milliseconds=self._start.ttl_ms)
+        remaining = (expires_at - workflow.now()).total_seconds()
+        try:
+            await workflow.wait_condition(
+                lambda: not self._outstanding, timeout=max(remaining, 0.001)
+            )
+        except TimeoutError:
+            self._outstanding = {}
+            self._fail(
+                {
+                    "code": TASK_EXPIRED,
+                    "message": (
+                        "Task expired: no answer to its input requests within its TTL "
+                        f"({self._start.ttl_ms} ms)"
+                    ),
+                }
+            )
         return dict(self._answers)
 
     @workflow.signal(name=INPUT_SIGNAL)
@@ -179,7 +230,7 @@ class McpTaskWorkflow:
             ),
         )
 
-    def _fail(self, error: dict[str, Any]) -> Any:
+    def _fail(self, error: dict[str, Any]) -> NoReturn:
         """End the task ``failed``: the workflow fails too, carrying the view."""
         self._error = error
         self._status_message = str(error.get("message") or "Task failed")

@@ -1,0 +1,138 @@
+"""MRTR first, then the task (SEP-2663 §"Composition with Multi Round-Trip Requests").
+
+SEP-2663 says a server SHOULD resolve multi-round-trip input *synchronously*
+before it answers with a ``CreateTaskResult``. Deciding "task or not" before the
+body runs cannot do that, so for the tools configured with
+``TemporalTasks(mrtr_first_tools=...)`` creation works like this -- without
+giving up durability, because the workflow exists from the first moment:
+
+1. Round 1 (no ``requestState``): start the task's workflow, then watch it for
+   ``mrtr_window``. If its first leg asks for input, answer the ``tools/call``
+   with an ``InputRequiredResult`` carrying those requests and a
+   ``requestState`` that names the (already durable) task. If it finishes,
+   answer with its result inline. Otherwise answer with the task.
+2. Round 2 (``inputResponses`` + our ``requestState``): deliver the answers to
+   that task exactly as ``tasks/update`` would and answer with the task.
+
+The ``requestState`` is sealed by FastMCP's request-state boundary (integrity
+and audience; share ``request_state_security`` keys across replicas), and what
+it carries is bound to the caller's scope, the tool and an expiry: a state
+forged, altered, replayed by another caller or for another tool is rejected
+and no task is touched. Replaying one's own state is harmless: answers to keys
+no longer outstanding are ignored and the same task comes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from datetime import timedelta
+from typing import Any
+
+import mcp_types
+from fastmcp.tools.base import InputRequiredToolResult, ToolResult
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.wire import CreateTaskResult, GetTaskResult, invalid_params
+
+_STATE_PREFIX = "fastmcp-temporal.mrtr:"
+_INPUT_REQUEST = TypeAdapter(mcp_types.InputRequest)
+_WATCH_INTERVAL_S = 0.02
+
+
+class PendingTask(BaseModel):
+    """What an MRTR ``requestState`` refers to: one durable task of one caller."""
+
+    task_id: str
+    scope: str
+    tool: str
+    expires_at: float
+
+
+def scope_digest(scope: str | None) -> str:
+    return hashlib.sha256((scope or "").encode()).hexdigest()
+
+
+def is_ours(request_state: str | None) -> bool:
+    return bool(request_state) and request_state.startswith(_STATE_PREFIX)  # type: ignore[union-attr]
+
+
+async def first_round(
+    engine: TaskEngine,
+    created: CreateTaskResult,
+    *,
+    scope: str | None,
+    tool_name: str,
+    window: timedelta,
+) -> CreateTaskResult | ToolResult:
+    """Watch a just-created task for ``window``; an early ask or result goes back inline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + window.total_seconds()
+    while loop.time() < deadline:
+        view = await engine.get(created.task_id, scope)
+        if view.status == "input_required" and view.input_requests:
+            return _ask(view, created, scope=scope, tool_name=tool_name)
+        if view.status == "completed" and view.result is not None:
+            return ToolResult.from_mcp_result(mcp_types.CallToolResult.model_validate(view.result))
+        if view.status != "working":
+            break
+        await asyncio.sleep(_WATCH_INTERVAL_S)
+    return created
+
+
+def _ask(
+    view: GetTaskResult, created: CreateTaskResult, *, scope: str | None, tool_name: str
+) -> InputRequiredToolResult:
+    pending = PendingTask(
+        task_id=created.task_id,
+        scope=scope_digest(scope),
+        tool=tool_name,
+        expires_at=time.time() + (created.ttl_ms or 0) / 1000,
+    )
+    return InputRequiredToolResult(
+        mcp_types.InputRequiredResult(
+            input_requests={
+                key: _INPUT_REQUEST.validate_python(request)
+                for key, request in (view.input_requests or {}).items()
+            },
+            request_state=_STATE_PREFIX + pending.model_dump_json(),
+        )
+    )
+
+
+async def later_round(
+    engine: TaskEngine,
+    request_state: str,
+    input_responses: mcp_types.InputResponses | None,
+    *,
+    scope: str | None,
+    tool_name: str,
+) -> CreateTaskResult:
+    """Deliver round-2 answers to the task named by ``request_state``; answer with the task."""
+    try:
+        pending = PendingTask.model_validate_json(request_state.removeprefix(_STATE_PREFIX))
+    except ValidationError:
+        raise invalid_params("Invalid requestState") from None
+    if (
+        pending.scope != scope_digest(scope)
+        or pending.tool != tool_name
+        or pending.expires_at < time.time()
+    ):
+        raise invalid_params("Invalid requestState")
+    responses: dict[str, Any] = {
+        key: response.model_dump(by_alias=True, mode="json", exclude_none=True)
+        for key, response in (input_responses or {}).items()
+    }
+    await engine.update(pending.task_id, scope, responses)
+    view = await engine.get(pending.task_id, scope)
+    return CreateTaskResult(
+        task_id=view.task_id,
+        status=view.status,
+        status_message=view.status_message,
+        created_at=view.created_at,
+        last_updated_at=view.last_updated_at,
+        ttl_ms=view.ttl_ms,
+        poll_interval_ms=view.poll_interval_ms,
+    )
