@@ -1,19 +1,21 @@
-"""A worker in its own process: ``python -m tests.processes.worker ADDRESS QUEUE``.
+"""A worker in its own process: ``python -m tests.processes.worker ADDRESS QUEUE [MODULE]``.
 
-It is the crash server with ``TemporalTasks`` pointed at the test's Temporal:
-entering the server's lifespan connects and runs the in-process worker.
+It is a test server module's ``mcp`` (default: the crash server) with
+``TemporalTasks`` pointed at the test's Temporal: entering the server's lifespan
+connects and runs the in-process worker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sys
 
 from fastmcp_temporal import LegPolicy, TemporalTasks
-from tests.processes.crash_server import mcp
 
 
-async def main(address: str, task_queue: str) -> None:
+async def main(address: str, task_queue: str, module: str) -> None:
+    mcp = importlib.import_module(module).mcp
     mcp.add_extension(
         TemporalTasks(
             address=address, task_queue=task_queue, leg_policy=LegPolicy(heartbeat_timeout_s=2)
@@ -25,4 +27,5 @@ async def main(address: str, task_queue: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    module = sys.argv[3] if len(sys.argv) > 3 else "tests.processes.crash_server"
+    asyncio.run(main(sys.argv[1], sys.argv[2], module))

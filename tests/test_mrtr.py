@@ -1,0 +1,180 @@
+"""MRTR first, then the task (conformance ``tasks-mrtr-composition``).
+
+For a tool listed in ``mrtr_first_tools``, a question its first leg asks comes
+back on the ``tools/call`` itself as an ``InputRequiredResult``; the second
+round carries the answer and gets the task, which already existed (durably)
+since round one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+
+import mcp_types
+import pytest
+from fastmcp import Context, FastMCP
+from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from fastmcp.utilities.tests import run_server_async
+
+from fastmcp_temporal import TemporalTasks
+from tests.wire import RawMcp
+
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def build(extension: TemporalTasks) -> FastMCP:
+    verifier = StaticTokenVerifier(
+        tokens={
+            "alice": {"client_id": "app", "sub": "alice", "scopes": []},
+            "bob": {"client_id": "app", "sub": "bob", "scopes": []},
+        }
+    )
+    mcp = FastMCP("mrtr", auth=verifier)
+    mcp.add_extension(extension)
+
+    @mcp.tool(task=True)
+    async def welcome(ctx: Context) -> str:
+        answer = (ctx.input_responses or {}).get("user_name")
+        if not isinstance(answer, mcp_types.ElicitResult) or not answer.content:
+            return mcp_types.InputRequiredResult(  # type: ignore[return-value]
+                input_requests={
+                    "user_name": mcp_types.ElicitRequest(
+                        params=mcp_types.ElicitRequestFormParams(
+                            message="Your name?", requested_schema=NAME_SCHEMA
+                        )
+                    )
+                }
+            )
+        return f"Welcome, {answer.content['name']}!"
+
+    @mcp.tool(task=True)
+    async def other(ctx: Context) -> str:
+        return "other"
+
+    @mcp.tool(task=True)
+    async def instant() -> str:
+        return "right away"
+
+    @mcp.tool(task=True)
+    async def slow() -> str:
+        await asyncio.sleep(3)
+        return "eventually"
+
+    return mcp
+
+
+@pytest.fixture
+async def url(temporal_tasks: Callable[..., TemporalTasks]) -> AsyncIterator[str]:
+    extension = temporal_tasks(
+        mrtr_first_tools={"welcome", "other", "instant", "slow"},
+        mrtr_window=timedelta(seconds=1),
+    )
+    async with run_server_async(build(extension)) as server_url:
+        yield server_url
+
+
+async def round_one(raw: RawMcp) -> dict:
+    result = await raw.result("tools/call", {"name": "welcome", "arguments": {}})
+    assert result["resultType"] == "input_required", result
+    return result
+
+
+async def test_the_question_comes_first_and_the_task_second(url: str) -> None:
+    alice = RawMcp(url, bearer="alice")
+    first = await round_one(alice)
+    assert "taskId" not in first
+    (key,) = first["inputRequests"]
+    assert first["inputRequests"][key]["method"] == "elicitation/create"
+    second = await alice.result(
+        "tools/call",
+        {
+            "name": "welcome",
+            "arguments": {},
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}},
+            "requestState": first["requestState"],
+        },
+    )
+    assert second["resultType"] == "task"
+    assert "requestState" not in second and "inputRequests" not in second
+    for _ in range(200):
+        task = await alice.result("tasks/get", {"taskId": second["taskId"]})
+        if task["status"] == "completed":
+            break
+        await asyncio.sleep(0.05)
+    assert task["result"]["content"][0]["text"] == "Welcome, Alice!"
+
+
+async def test_an_early_result_is_returned_inline_and_a_slow_leg_becomes_a_task(url: str) -> None:
+    alice = RawMcp(url, bearer="alice")
+    inline = await alice.result("tools/call", {"name": "instant", "arguments": {}})
+    assert inline["resultType"] == "complete"
+    assert inline["content"] == [{"type": "text", "text": "right away"}]
+    tasked = await alice.result("tools/call", {"name": "slow", "arguments": {}})
+    assert tasked["resultType"] == "task" and tasked["status"] == "working"
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        pytest.param(lambda state: state[:-5] + "xxxxx", id="altered"),
+        pytest.param(lambda state: "forged-state", id="forged"),
+    ],
+)
+async def test_a_forged_or_altered_request_state_is_rejected(url: str, tamper) -> None:  # type: ignore[no-untyped-def]
+    alice = RawMcp(url, bearer="alice")
+    first = await round_one(alice)
+    (key,) = first["inputRequests"]
+    _, body = await alice.call(
+        "tools/call",
+        {
+            "name": "welcome",
+            "arguments": {},
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Mallory"}}},
+            "requestState": tamper(first["requestState"]),
+        },
+    )
+    # FastMCP's request-state boundary rejects it before any task is touched.
+    assert body["error"]["code"] == -32602
+    assert body["error"]["message"] == "Invalid or expired requestState"
+    retry = await alice.result(
+        "tools/call",
+        {
+            "name": "welcome",
+            "arguments": {},
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}},
+            "requestState": first["requestState"],
+        },
+    )
+    assert retry["resultType"] == "task"
+
+
+@pytest.mark.parametrize(("caller", "tool"), [("bob", "welcome"), ("alice", "other")])
+async def test_a_request_state_only_works_for_its_caller_and_tool(
+    url: str, caller: str, tool: str
+) -> None:
+    alice = RawMcp(url, bearer="alice")
+    first = await round_one(alice)
+    (key,) = first["inputRequests"]
+    _, body = await RawMcp(url, bearer=caller).call(
+        "tools/call",
+        {
+            "name": tool,
+            "arguments": {},
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Eve"}}},
+            "requestState": first["requestState"],
+        },
+    )
+    assert body.get("error", {}).get("code") == -32602, body
+    # Alice's task still waits for Alice's answer.
+    retry = await alice.result(
+        "tools/call",
+        {
+            "name": "welcome",
+            "arguments": {},
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}},
+            "requestState": first["requestState"],
+        },
+    )
+    assert retry["resultType"] == "task"
