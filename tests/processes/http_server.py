@@ -1,0 +1,48 @@
+"""An MCP server process on the embedded Temporal, for restart tests.
+
+    python -m tests.processes.http_server --port P --data-dir D
+
+It owns its embedded dev server (SQLite file in ``D``), so killing this process
+takes Temporal down with it; starting it again on the same data directory must
+bring every task back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from fastmcp import Context, FastMCP
+
+from fastmcp_temporal import LegPolicy, TemporalTasks
+
+
+def build(data_dir: str) -> FastMCP:
+    mcp = FastMCP("restartable")
+    mcp.add_extension(
+        TemporalTasks(
+            data_dir=data_dir,
+            ui=False,
+            task_queue="restartable",
+            leg_policy=LegPolicy(heartbeat_timeout_s=2),
+        )
+    )
+
+    @mcp.tool(task=True)
+    async def nap(seconds: float, tag: str, ctx: Context) -> str:
+        await asyncio.sleep(seconds)
+        return f"{tag} rested"
+
+    return mcp
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--data-dir", required=True)
+    args = parser.parse_args()
+    build(args.data_dir).run(transport="http", host="127.0.0.1", port=args.port, show_banner=False)
+
+
+if __name__ == "__main__":
+    main()

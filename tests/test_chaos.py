@@ -1,0 +1,206 @@
+"""Chaos: real processes killed and restarted mid-flight. Nothing may be lost.
+
+Marked ``chaos``; CI runs them with the rest of the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import fastmcp_tasks  # noqa: F401
+import pytest
+from fastmcp import Client, Context, FastMCP
+from fastmcp.utilities.tasks import TaskConfig
+from fastmcp.utilities.tests import run_server_async
+from fastmcp_tasks import ToolTask, call_tool_task
+from fastmcp_tasks.client import _send_update
+from temporalio.client import Client as TemporalClient
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+
+from fastmcp_temporal import DevServer, LegPolicy, McpTasksPlugin, TemporalTasks
+from fastmcp_temporal.server.devserver import free_port
+from tests.processes.crash_server import mcp as crash_server
+
+pytestmark = pytest.mark.chaos
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def spawn(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def kill(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+async def eventually(predicate: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
+        await asyncio.sleep(0.05)
+
+
+async def test_kill_9_the_worker_with_20_tasks_mid_leg(
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    front_end = FastMCP("front-end")
+    front_end.add_extension(
+        TemporalTasks(
+            client=temporal_client,
+            task_queue=task_queue,
+            run_worker=False,
+            leg_policy=LegPolicy(heartbeat_timeout_s=2),
+        )
+    )
+    front_end.mount(crash_server)
+    worker = spawn("tests.processes.worker", temporal_server.address, task_queue)
+    try:
+        async with Client(front_end) as client:
+            tasks = await asyncio.gather(
+                *(
+                    call_tool_task(client, "record_and_wait", {"marker_dir": str(tmp_path)})
+                    for _ in range(20)
+                )
+            )
+            await eventually(lambda: len(list(tmp_path.glob("run-*"))) == 20)
+            kill(worker)
+            (tmp_path / "release").write_text("")
+            async with Worker(
+                temporal_client,
+                task_queue=task_queue,
+                plugins=[McpTasksPlugin(crash_server)],
+                max_heartbeat_throttle_interval=timedelta(seconds=1),
+            ):
+                finals = await asyncio.gather(*(task.wait(timeout=90) for task in tasks))
+    finally:
+        kill(worker)
+    assert [final.status for final in finals] == ["completed"] * 20
+    runs_per_task = Counter(marker.read_text() for marker in tmp_path.glob("run-*"))
+    assert set(runs_per_task) == {task.task_id for task in tasks}, "no task lost"
+    assert max(runs_per_task.values()) <= 2, "each leg body ran at most twice"
+
+
+async def test_kill_and_restart_the_mcp_server_mid_flight(tmp_path: Path) -> None:
+    """The server owns its embedded Temporal; a new process on the same data dir resumes all."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    args = ("tests.processes.http_server", "--port", str(port), "--data-dir", str(tmp_path))
+    server = spawn(*args)
+    try:
+        await _wait_for_http(url)
+        async with Client(url) as client:
+            tasks = [
+                await call_tool_task(client, "nap", {"seconds": 2, "tag": f"t{i}"})
+                for i in range(10)
+            ]
+        kill(server)
+        server = spawn(*args)
+        await _wait_for_http(url)
+        async with Client(url) as client:
+            finals = [await _resume(client, task).wait(timeout=90) for task in tasks]
+    finally:
+        kill(server)
+    assert [final.status for final in finals] == ["completed"] * 10
+    assert [f.result["structuredContent"]["result"] for f in finals if f.result] == [
+        f"t{i} rested" for i in range(10)
+    ]
+
+
+async def test_restart_the_temporal_server_with_tasks_running_and_parked(
+    tmp_path: Path, task_queue: str
+) -> None:
+    port = free_port()
+    temporal = await DevServer.start(data_dir=tmp_path, ui=False, port=port)
+    try:
+        client = await TemporalClient.connect(
+            temporal.address, data_converter=pydantic_data_converter
+        )
+        mcp = FastMCP("survivor")
+        mcp.add_extension(TemporalTasks(client=client, task_queue=task_queue))
+
+        @mcp.tool(task=True)
+        async def nap(seconds: float) -> str:
+            await asyncio.sleep(seconds)
+            return "rested"
+
+        @mcp.tool(task=True)
+        async def wait_for_go(ctx: Context) -> str:
+            if not ctx.input_responses:
+                from tests.test_parking import question
+
+                return question()  # type: ignore[return-value]
+            return "went"
+
+        async with Client(mcp) as mcp_client:
+            running = [await call_tool_task(mcp_client, "nap", {"seconds": 3}) for _ in range(5)]
+            parked = [await call_tool_task(mcp_client, "wait_for_go", {}) for _ in range(5)]
+            views = [await t.wait(state="input_required", timeout=30) for t in parked]
+            temporal.stop()
+            temporal = await DevServer.start(data_dir=tmp_path, ui=False, port=port)
+            for task, view in zip(parked, views, strict=True):
+                (key,) = view.input_requests
+                await _send_update(mcp_client.session, task.task_id, {key: {"action": "accept"}})
+            finals = [await t.wait(timeout=120) for t in running + parked]
+    finally:
+        temporal.stop()
+    assert [final.status for final in finals] == ["completed"] * 10
+
+
+async def test_load_1000_tasks_from_50_concurrent_http_clients(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    mcp = FastMCP("load")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=TaskConfig(mode="required", poll_interval=timedelta(milliseconds=200)))
+    async def echo(n: int) -> int:
+        return n
+
+    async def one_client(url: str, first: int) -> list[int]:
+        async with Client(url) as client:
+            return [
+                (await client.call_tool("echo", {"n": n})).data for n in range(first, first + 20)
+            ]
+
+    async with run_server_async(mcp) as url:
+        results = await asyncio.gather(*(one_client(url, 20 * c) for c in range(50)))
+    assert sorted(n for batch in results for n in batch) == list(range(1000))
+
+
+def _resume(client: Client, task: ToolTask) -> ToolTask:
+    """The same task id, driven by a new client connection."""
+    return ToolTask(client, "nap", task.create_result)
+
+
+async def _wait_for_http(url: str, timeout: float = 60) -> None:
+    import httpx
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with httpx.AsyncClient() as http:
+        while True:
+            try:
+                await http.get(url)
+                return
+            except httpx.HTTPError:
+                assert asyncio.get_running_loop().time() < deadline, f"{url} never came up"
+                await asyncio.sleep(0.1)
