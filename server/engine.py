@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,13 +33,15 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
 )
-from temporalio.common import QueryRejectCondition, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import QueryRejectCondition
 from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
+from fastmcp_temporal.server.starter import ToolOptions, WorkflowStarter
 from fastmcp_temporal.server.wire import (
     CreateTaskResult,
     GetTaskResult,
@@ -49,14 +52,18 @@ from fastmcp_temporal.server.wire import (
 from fastmcp_temporal.workflows.models import (
     INPUT_SIGNAL,
     VIEW_QUERY,
-    WORKFLOW_TYPE,
     CallerSnapshot,
     InputDelivery,
     LegPolicy,
     TaskStart,
     TaskView,
 )
-from fastmcp_temporal.workflows.task_workflow import FAILED_ERROR_TYPE, INTERNAL_ERROR, MEMO_KEY
+from fastmcp_temporal.workflows.task_workflow import (
+    FAILED_ERROR_TYPE,
+    INTERNAL_ERROR,
+    MEMO_KEY,
+    TASK_EXPIRED,
+)
 
 #: How long a task that finished after its TTL stays readable.
 FINISHED_GRACE = timedelta(minutes=1)
@@ -94,8 +101,12 @@ class TaskEngine:
         leg_policy: LegPolicy,
         max_rounds: int,
         rounds_per_run: int = 200,
+        eager_start: bool = False,
+        tools: Mapping[str, ToolOptions] | None = None,
     ) -> None:
         self.client = client
+        self.starter = WorkflowStarter(client, task_queue=task_queue, tools=tools or {})
+        self.eager_start = eager_start
         self.rounds_per_run = rounds_per_run
         self.task_queue = task_queue
         self.ttl_ms = ttl_ms
@@ -124,16 +135,17 @@ class TaskEngine:
         """
         task_id = mint_task_id()
         created_at = datetime.now(UTC)
+        ttl_ms = self.starter.ttl_ms(tool_name, self.ttl_ms)
         start = TaskStart(
             task_id=task_id,
             tool_name=tool_name,
             tool_version=tool_version,
             arguments=arguments,
             created_at=created_at,
-            ttl_ms=self.ttl_ms,
+            ttl_ms=ttl_ms,
             poll_interval_ms=poll_interval_ms,
             caller=caller,
-            leg_policy=self.leg_policy,
+            leg_policy=self.starter.leg_policy(tool_name, self.leg_policy),
             max_rounds=self.max_rounds,
             rounds_per_run=self.rounds_per_run,
             input_responses=input_responses,
@@ -144,57 +156,81 @@ class TaskEngine:
             status="working",
             created_at=created_at,
             last_updated_at=created_at,
-            ttl_ms=self.ttl_ms,
+            ttl_ms=ttl_ms,
             poll_interval_ms=poll_interval_ms,
         )
-        await self.client.start_workflow(
-            WORKFLOW_TYPE,
+        await self.starter.start(
             start,
             id=workflow_id_for(task_id, scope),
-            task_queue=self.task_queue,
             memo={MEMO_KEY: initial.model_dump(mode="json")},
-            static_summary=f"MCP task · {tool_name}",
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            # With a worker in this process, the start hands it the first
+            # workflow task directly instead of a round trip through its poller.
+            request_eager_start=self.eager_start,
         )
         return CreateTaskResult(
             task_id=task_id,
             status="working",
             created_at=iso(created_at),
             last_updated_at=iso(created_at),
-            ttl_ms=self.ttl_ms,
+            ttl_ms=ttl_ms,
             poll_interval_ms=poll_interval_ms,
         )
 
     # -- tasks/get ------------------------------------------------------------
 
     async def get(self, task_id: str, scope: str | None) -> GetTaskResult:
+        """Answer ``tasks/get`` with one ``describe`` in the common case.
+
+        The workflow writes its state to the memo at every state change, in the
+        same workflow task that changes it, and the running leg's progress is in
+        its heartbeat details: while no workflow task is pending, ``describe``
+        alone is current (about 2 ms, no worker involved). While one is pending
+        -- a signal, a finished leg or the start is being applied -- the answer
+        comes from the workflow's query, which Temporal serves only after that
+        change, so a poll right after ``tasks/update`` sees its effect.
+        """
         handle = self._handle(task_id, scope)
         try:
-            view = await handle.query(
-                VIEW_QUERY,
-                result_type=TaskView,
-                reject_condition=QueryRejectCondition.NOT_OPEN,
-                rpc_timeout=self.query_timeout,
-            )
-        except WorkflowQueryRejectedError as rejected:
-            return await self._closed_view(task_id, handle, rejected.status)
+            description = await handle.describe(rpc_timeout=self.query_timeout)
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 raise task_not_found(task_id) from None
-            # No worker could answer in time: answer from Temporal's records.
-            return await self._view_without_worker(task_id, handle)
+            raise
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return await self._closed_view(task_id, handle, description.status, description)
+        view: TaskView | None = None
+        if description.raw_description.HasField("pending_workflow_task"):
+            try:
+                view = await handle.query(
+                    VIEW_QUERY,
+                    result_type=TaskView,
+                    reject_condition=QueryRejectCondition.NOT_OPEN,
+                    rpc_timeout=self.query_timeout,
+                )
+            except WorkflowQueryRejectedError as rejected:  # it closed meanwhile
+                return await self._closed_view(task_id, handle, rejected.status)
+            except (RPCError, WorkflowQueryFailedError):
+                # No worker could answer in time (or it could not decrypt the
+                # task): the memo still has the last state change.
+                view = None
+        if view is None:
+            view = await self._memo_view(task_id, description)
         if view.status == "working":
-            return GetTaskResult.from_view(view, await self._leg_progress(handle))
+            return GetTaskResult.from_view(view, await self._leg_progress(handle, description))
         return GetTaskResult.from_view(view)
 
     async def _closed_view(
-        self, task_id: str, handle: WorkflowHandle[Any, TaskView], status: Any
+        self,
+        task_id: str,
+        handle: WorkflowHandle[Any, TaskView],
+        status: Any,
+        description: Any = None,
     ) -> GetTaskResult:
         if status == WorkflowExecutionStatus.COMPLETED:
             view = await handle.result(rpc_timeout=self.query_timeout)
             return self._unless_expired(task_id, GetTaskResult.from_view(view))
-        description = await handle.describe(rpc_timeout=self.query_timeout)
+        if description is None:
+            description = await handle.describe(rpc_timeout=self.query_timeout)
         memo_view = await self._memo_view(task_id, description, closed=True)
         closed_at = description.close_time or datetime.now(UTC)
         if status == WorkflowExecutionStatus.CANCELED:
@@ -204,12 +240,17 @@ class TaskEngine:
         elif status == WorkflowExecutionStatus.FAILED:
             view = await self._failed_view(handle, memo_view, closed_at)
         else:
+            error = {"code": INTERNAL_ERROR, "message": "Task ended by the operator"}
+            message = f"Task ended by the operator ({status.name.lower()})"
+            if status == WorkflowExecutionStatus.TIMED_OUT:  # still running at its TTL
+                message = "Task expired: still running at the end of its TTL"
+                error = {"code": TASK_EXPIRED, "message": message}
             view = memo_view.model_copy(
                 update={
                     "status": "failed",
                     "last_updated_at": closed_at,
-                    "status_message": f"Task ended by the operator ({status.name.lower()})",
-                    "error": {"code": INTERNAL_ERROR, "message": "Task ended by the operator"},
+                    "status_message": message,
+                    "error": error,
                     "input_requests": None,
                 }
             )
@@ -242,20 +283,6 @@ class TaskEngine:
                 "input_requests": None,
             }
         )
-
-    async def _view_without_worker(
-        self, task_id: str, handle: WorkflowHandle[Any, TaskView]
-    ) -> GetTaskResult:
-        try:
-            description = await handle.describe(rpc_timeout=self.query_timeout)
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise task_not_found(task_id) from None
-            raise
-        if description.status != WorkflowExecutionStatus.RUNNING:
-            return await self._closed_view(task_id, handle, description.status)
-        view = await self._memo_view(task_id, description)
-        return GetTaskResult.from_view(view, await self._leg_progress(handle, description))
 
     async def _memo_view(self, task_id: str, description: Any, *, closed: bool = False) -> TaskView:
         try:

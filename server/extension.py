@@ -17,9 +17,11 @@ the same ``tasks/get|update|cancel`` methods, the same ``tools/call`` decision
 (``TaskConfig.mode`` and the client's per-request opt-in), but each task is a
 Temporal workflow, so it survives crashes, restarts and deploys.
 
-With no address (argument or ``TEMPORAL_ADDRESS``) the lifespan starts a local
-Temporal dev server; with one, it connects and starts nothing. Either way it
-runs a worker in process unless ``run_worker=False``.
+With no address (argument, ``TEMPORAL_ADDRESS`` or a ``temporal.toml`` profile,
+see ``connection``) the lifespan starts a local Temporal dev server; with one,
+it connects and starts nothing. Either way it runs a worker in process unless
+``run_worker=False`` (or ``FASTMCP_TEMPORAL_RUN_WORKER=false``): then this
+server is a stateless front end, and ``fastmcp-temporal worker`` runs the legs.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncGenerator, Collection, Sequence
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -54,18 +56,20 @@ from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.client import Client
+from temporalio.service import TLSConfig
 from temporalio.worker import Worker
 
 from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
-from fastmcp_temporal.server import mrtr, wire_production
+from fastmcp_temporal.server import connection, mrtr, telemetry, wire_production
 from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.creation import capture_caller, task_scope, validate_arguments
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.plugin import McpTasksPlugin
+from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.wire import (
     AckResult,
     CreateTaskResult,
@@ -85,6 +89,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TTL_MS = 900_000
 DEFAULT_TASK_QUEUE = "mcp-tasks"
+RUN_WORKER_ENV = "FASTMCP_TEMPORAL_RUN_WORKER"
 _TASK_METHOD_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS)
 
 
@@ -92,12 +97,19 @@ class TemporalTasks(ServerExtension):
     """FastMCP server extension: SEP-2663 background tasks as Temporal workflows.
 
     Args:
-        address: Temporal frontend (``host:port``). Default: ``TEMPORAL_ADDRESS``,
-            else an embedded dev server is started.
+        address: Temporal frontend (``host:port``). Default: ``TEMPORAL_ADDRESS``
+            or the ``temporal.toml`` profile, else an embedded dev server is started.
         namespace: Temporal namespace (default ``TEMPORAL_NAMESPACE`` or ``default``).
+        api_key, tls, profile: Temporal Cloud / TLS settings and the
+            ``temporal.toml`` profile; they override ``temporalio.envconfig``.
         task_queue: Queue the task workflows and tool legs run on.
-        ttl_ms: Reported ``ttlMs``: how long a finished task stays readable.
-        run_worker: Run a worker in this process (off for stateless front ends).
+        ttl_ms: Reported ``ttlMs``: how long a task stays readable; a task still
+            running at its TTL is ended (see ``starter``).
+        tools: Per-tool ``ToolOptions`` (``ttl_ms``, the legs' ``task_queue``).
+        run_worker: Run a worker in this process; off for stateless front ends.
+            Default ``FASTMCP_TEMPORAL_RUN_WORKER`` (true unless "false"/"0").
+        tracing: OpenTelemetry: one trace from ``tools/call`` into the workflow
+            and its legs (the ``otel`` extra; see ``telemetry``).
         client: An already-connected client. Its converter must be pydantic-based
             and, for encryption, carry the codec: build it with
             ``fastmcp_temporal.server.codec.task_data_converter(key)``.
@@ -126,7 +138,7 @@ class TemporalTasks(ServerExtension):
         namespace: str | None = None,
         task_queue: str = DEFAULT_TASK_QUEUE,
         ttl_ms: int = DEFAULT_TTL_MS,
-        run_worker: bool = True,
+        run_worker: bool | None = None,
         client: Client | None = None,
         data_dir: str | Path | None = None,
         ui: bool = True,
@@ -138,6 +150,11 @@ class TemporalTasks(ServerExtension):
         mrtr_window: timedelta = timedelta(seconds=5),
         worker_options: dict[str, Any] | None = None,
         encryption_key: str | None = None,
+        api_key: str | None = None,
+        tls: bool | TLSConfig | None = None,
+        profile: str | None = None,
+        tools: Mapping[str, ToolOptions] | None = None,
+        tracing: bool = False,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
@@ -147,11 +164,16 @@ class TemporalTasks(ServerExtension):
                 "decides its encryption (build it with task_data_converter(key))"
             )
         self._encryption_key = encryption_key
-        self._address = address
-        self._namespace = namespace
+        self._connection = {"address": address, "namespace": namespace}
+        self._connection |= {"api_key": api_key, "tls": tls, "profile": profile}
         self._task_queue = task_queue
         self._ttl_ms = ttl_ms
+        if run_worker is None:
+            run_worker = os.environ.get(RUN_WORKER_ENV, "").lower() not in ("false", "0", "no")
         self._run_worker = run_worker
+        self._worker_only = False
+        self._tools = dict(tools or {})
+        self._tracing = tracing
         self._client = client
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self._ui = ui
@@ -342,6 +364,8 @@ class TemporalTasks(ServerExtension):
                 leg_policy=self._leg_policy,
                 max_rounds=self._max_rounds,
                 rounds_per_run=self._rounds_per_run,
+                eager_start=self._run_worker,
+                tools=self._tools,
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
@@ -365,20 +389,24 @@ class TemporalTasks(ServerExtension):
             finally:
                 self._engine = None
 
+    def serve_as_worker(self, *, task_queue: str | None = None, **worker_options: Any) -> None:
+        """Make this a worker process (``fastmcp-temporal worker``): it must join a Temporal."""
+        self._run_worker = self._worker_only = True
+        self._task_queue = task_queue or self._task_queue
+        self._worker_options.update(worker_options)
+
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
-        address = self._address or os.environ.get("TEMPORAL_ADDRESS")
-        namespace = self._namespace or os.environ.get("TEMPORAL_NAMESPACE") or "default"
-        if address is None:
-            dev = await DevServer.start(data_dir=self._data_dir, ui=self._ui, namespace=namespace)
-            stack.callback(dev.stop)
-            self._dev_server = dev
-            stack.callback(setattr, self, "_dev_server", None)
-            address = dev.address
-            logger.warning(
-                "fastmcp-temporal: embedded Temporal at %s, Web UI %s", address, dev.ui_url
+        settings = connection.resolve(**self._connection)
+        if settings.address is None and not self._worker_only:
+            self._dev_server = await connection.start_embedded(
+                stack, self._data_dir, self._ui, settings.namespace
             )
-        return await Client.connect(
-            address, namespace=namespace, data_converter=task_data_converter(self._encryption_key)
+            stack.callback(setattr, self, "_dev_server", None)
+            settings = settings.for_embedded(self._dev_server.address)
+        return await connection.connect(
+            settings,
+            data_converter=task_data_converter(self._encryption_key),
+            plugins=telemetry.plugins() if self._tracing else (),
         )
 
 
