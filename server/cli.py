@@ -1,6 +1,9 @@
 """The ``fastmcp-temporal`` command.
 
     fastmcp-temporal demo [--port 8000]       the demo server on the embedded Temporal
+    fastmcp-temporal codec-server [--port 8081] decrypted payloads for the Temporal UI/CLI
+    fastmcp-temporal worker server.py[:mcp]   a worker process for a server's task tools
+    fastmcp-temporal tasks list|show|cancel   operate tasks over Temporal visibility
 
 Each subcommand lives in the module of its concern and registers itself here.
 """
@@ -10,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+
+from fastmcp_temporal.server import codec_server, operations, worker
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -33,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=int, default=8000)
     demo.set_defaults(handler=_demo)
+    codec_server.register(commands)
+    worker.register(commands)
+    operations.register(commands)
     return parser
 
 

@@ -147,6 +147,11 @@ class AesGcmCodec(PayloadCodec):
     def encrypts(self) -> bool:
         return self.active_key_id is not None
 
+    @property
+    def key_ids(self) -> list[str]:
+        """The ids of every key that decrypts (never the keys)."""
+        return list(self._ciphers)
+
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         key_id = self.active_key_id
         if key_id is None:

@@ -6,6 +6,8 @@ gets durable tasks with nothing else installed: the ``temporal`` CLI that
 SQLite file (WAL mode: ~2x the throughput of the default journal on the dev
 server) and the Web UI. Tasks survive a restart of the MCP server because the
 file does. The process is stopped, by its PID, when the extension shuts down.
+It registers the tasks' search attributes (``McpToolName``, ``McpTaskStatus``)
+at every start (idempotent), so the Web UI can filter tasks by tool and status.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from temporalio.client import Client
+
+from fastmcp_temporal.server.visibility import SEARCH_ATTRIBUTE_SPECS
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +86,7 @@ class DevServer:
         ui_port: int | None = None,
         extra_args: list[str] | None = None,
         startup_timeout_s: float = 30.0,
+        search_attributes: bool = True,
     ) -> DevServer:
         directory = (data_dir or DEFAULT_DATA_DIR).resolve()
         directory.mkdir(parents=True, exist_ok=True)
@@ -110,6 +115,9 @@ class DevServer:
             ui_url = f"http://127.0.0.1:{ui_port}"
         else:
             args.append("--headless")
+        if search_attributes:
+            for spec in SEARCH_ATTRIBUTE_SPECS:
+                args += ["--search-attribute", spec]
         args += extra_args or []
         log_path = directory / "temporal-dev-server.log"
         with open(log_path, "ab") as log:

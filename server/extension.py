@@ -164,7 +164,7 @@ class TemporalTasks(ServerExtension):
                 "decides its encryption (build it with task_data_converter(key))"
             )
         self._encryption_key = encryption_key
-        self._connection = {"address": address, "namespace": namespace}
+        self._connection: dict[str, Any] = {"address": address, "namespace": namespace}
         self._connection |= {"api_key": api_key, "tls": tls, "profile": profile}
         self._task_queue = task_queue
         self._ttl_ms = ttl_ms
@@ -389,10 +389,17 @@ class TemporalTasks(ServerExtension):
             finally:
                 self._engine = None
 
-    def serve_as_worker(self, *, task_queue: str | None = None, **worker_options: Any) -> None:
+    def serve_as_worker(
+        self,
+        *,
+        task_queue: str | None = None,
+        connection: Mapping[str, Any] | None = None,
+        **worker_options: Any,
+    ) -> None:
         """Make this a worker process (``fastmcp-temporal worker``): it must join a Temporal."""
         self._run_worker = self._worker_only = True
         self._task_queue = task_queue or self._task_queue
+        self._connection |= {k: v for k, v in (connection or {}).items() if v is not None}
         self._worker_options.update(worker_options)
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:

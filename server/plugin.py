@@ -2,18 +2,23 @@
 
 ```python
 client = await Client.connect("localhost:7233", plugins=[McpTasksPlugin(mcp)])
-worker = Worker(client, task_queue="mcp-tasks", plugins=[McpTasksPlugin(mcp)])
+worker = Worker(client, task_queue="mcp-tasks")  # inherits the client's plugins
 ```
 
 It bundles what a worker needs to run the tasks of one FastMCP server: the task
-workflow, the tool-leg activity bound to that server, the pydantic data
-converter the task models need, and sandbox pass-through for the MCP stack
+workflows (``McpTask:<tool>``, and ``McpTask`` for tasks started before), the
+tool-leg activity bound to that server, the pydantic data converter the task
+models need with the encryption codec (``encryption_key`` or
+``FASTMCP_TEMPORAL_ENCRYPTION_KEY``), and sandbox pass-through for the MCP stack
 (its import chain touches ``gettext`` at import time, which the sandbox forbids).
+The converter is a client setting: pass the plugin to ``Client.connect`` (a
+worker inherits it), or connect with ``task_data_converter()``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from fastmcp import FastMCP
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -23,18 +28,25 @@ from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from fastmcp_temporal.activities.tool_leg import ToolLegActivity
-from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow
+from fastmcp_temporal.server.codec import task_data_converter
+from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
 
 _PASSTHROUGH = ("fastmcp_temporal", "fastmcp", "mcp", "mcp_types", "pydantic")
 
 
-def _with_pydantic_payloads(converter: DataConverter | None) -> DataConverter:
-    """Keep the caller's codec (encryption) but convert payloads with pydantic."""
-    if converter is None:
-        return pydantic_data_converter
-    return dataclasses.replace(
-        converter, payload_converter_class=pydantic_data_converter.payload_converter_class
-    )
+def _task_converter(
+    encryption_key: str | None,
+) -> Callable[[DataConverter | None], DataConverter]:
+    """Keep a codec the caller configured; else the task codec (key or environment)."""
+
+    def resolve(converter: DataConverter | None) -> DataConverter:
+        if converter is None or converter.payload_codec is None:
+            return task_data_converter(encryption_key)
+        return dataclasses.replace(
+            converter, payload_converter_class=pydantic_data_converter.payload_converter_class
+        )
+
+    return resolve
 
 
 def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
@@ -48,14 +60,20 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
 
 
 class McpTasksPlugin(SimplePlugin):
-    """The task workflow + the tool-leg activity of ``server`` + the pydantic converter."""
+    """The task workflows + the tool-leg activity of ``server`` + the task converter."""
 
-    def __init__(self, server: FastMCP, *, heartbeat_interval_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        server: FastMCP,
+        *,
+        heartbeat_interval_s: float = 1.0,
+        encryption_key: str | None = None,
+    ) -> None:
         legs = ToolLegActivity(server, heartbeat_interval_s=heartbeat_interval_s)
         super().__init__(
             "fastmcp_temporal.McpTasksPlugin",
-            data_converter=_with_pydantic_payloads,
-            workflows=[McpTaskWorkflow],
+            data_converter=_task_converter(encryption_key),
+            workflows=[McpTaskWorkflow, McpToolTaskWorkflow],
             activities=[legs.run_leg],
             workflow_runner=_passthrough,
         )

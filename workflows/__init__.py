@@ -10,7 +10,7 @@ from fastmcp_temporal.workflows.models import (
     TaskStatus,
     TaskView,
 )
-from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow
+from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
 
 __all__ = [
     "CallerSnapshot",
@@ -19,6 +19,7 @@ __all__ = [
     "LegPolicy",
     "LegRequest",
     "McpTaskWorkflow",
+    "McpToolTaskWorkflow",
     "TaskStart",
     "TaskStatus",
     "TaskView",

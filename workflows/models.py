@@ -21,17 +21,29 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from temporalio.common import SearchAttributeKey
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 
 #: Name of the workflow type, the signal and the query. Stable strings: they are
 #: recorded in the history of every task, so renaming them breaks running tasks.
 WORKFLOW_TYPE = "McpTask"
+#: New tasks start as ``McpTask:<tool>`` (one dynamic workflow serves them all),
+#: so the Web UI's list shows the tool; ``McpTask`` stays registered for tasks
+#: started before.
+WORKFLOW_TYPE_PREFIX = f"{WORKFLOW_TYPE}:"
 INPUT_SIGNAL = "mcp_input"
 VIEW_QUERY = "mcp_task"
 #: ``type`` of the failure raised when a payload cannot be decrypted
 #: (``fastmcp_temporal.server.codec``): the task fails closed with its message.
 UNDECRYPTABLE_ERROR_TYPE = "McpPayloadUndecryptable"
+
+#: Custom search attributes (Keyword), so operators can filter tasks in the Web
+#: UI and ``fastmcp-temporal tasks list``. Temporal stores them in clear, even
+#: with encryption on: the tool name and the status, nothing else, ever.
+TOOL_NAME_ATTRIBUTE = SearchAttributeKey.for_keyword("McpToolName")
+TASK_STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("McpTaskStatus")
+SEARCH_ATTRIBUTES = (TOOL_NAME_ATTRIBUTE, TASK_STATUS_ATTRIBUTE)
 
 
 class CallerSnapshot(BaseModel):
@@ -90,6 +102,10 @@ class TaskStart(BaseModel):
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
     resume: ResumePoint | None = None
+    #: The start carried the search attributes, so the namespace has them and
+    #: the workflow may upsert ``McpTaskStatus`` (an unregistered one would fail
+    #: its workflow task). False for tasks started before they existed.
+    search_attributes: bool = False
 
 
 class LegRequest(BaseModel):

@@ -11,23 +11,30 @@ returns, even with no worker running, and concurrent signals are applied in
 history order. Two racing answers therefore cannot both start the next leg --
 the first completes the round, the second finds nothing outstanding -- with no
 lock anywhere.
+
+What an operator sees in the Web UI is kept here too, written only on state
+changes: the ``McpTaskStatus`` search attribute (when the namespace has it) and
+the *current details* (what the task waits for, or which leg runs).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, NoReturn
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from fastmcp_temporal.workflows.models import (
     INPUT_SIGNAL,
+    TASK_STATUS_ATTRIBUTE,
     UNDECRYPTABLE_ERROR_TYPE,
     VIEW_QUERY,
     WORKFLOW_TYPE,
+    WORKFLOW_TYPE_PREFIX,
     InputDelivery,
     LegOutcome,
     LegRequest,
@@ -45,12 +52,13 @@ INTERNAL_ERROR = -32603
 #: Implementation-defined server error: the task's TTL ran out while it waited.
 TASK_EXPIRED = -32000
 FAILED_ERROR_TYPE = "McpTaskFailed"
+_DETAILS_LIMIT = 500
 
 
-@workflow.defn(name=WORKFLOW_TYPE)
-class McpTaskWorkflow:
-    @workflow.init
-    def __init__(self, start: TaskStart) -> None:
+class _TaskMachine:
+    """The task's state machine; the two workflow definitions below only feed it."""
+
+    def _setup(self, start: TaskStart) -> None:
         self._start = start
         self._status: TaskStatus = "working"
         self._status_message: str | None = None
@@ -61,8 +69,7 @@ class McpTaskWorkflow:
         self._outstanding: dict[str, tuple[str, dict[str, Any]]] = {}
         self._answers: dict[str, dict[str, Any]] = {}
 
-    @workflow.run
-    async def run(self, start: TaskStart) -> TaskView:
+    async def _execute(self, start: TaskStart) -> TaskView:
         try:
             return await self._run_rounds(start)
         except asyncio.CancelledError:
@@ -128,6 +135,10 @@ class McpTaskWorkflow:
             round=round_number,
             input_responses=responses,
             request_state=request_state,
+        )
+        workflow.set_current_details(
+            f"Running **{start.tool_name}**, leg {round_number}. Its latest progress message "
+            "is in the pending activity's heartbeat details."
         )
         try:
             return await workflow.execute_activity(
@@ -209,6 +220,7 @@ class McpTaskWorkflow:
         if answered and self._outstanding:
             # A partial answer is a state change: the next poll shows the rest.
             self._touch()
+            workflow.set_current_details(self._details())
 
     @workflow.query(name=VIEW_QUERY)
     def view(self) -> TaskView:
@@ -243,10 +255,29 @@ class McpTaskWorkflow:
         )
 
     def _transition(self, status: TaskStatus) -> None:
+        changed = status != self._status
         self._status = status
         if status == "input_required":
             self._status_message = None
+        if changed and self._start.search_attributes:
+            workflow.upsert_search_attributes([TASK_STATUS_ATTRIBUTE.value_set(status)])
+        if status != "working":
+            workflow.set_current_details(self._details())
         self._touch()
+
+    def _details(self) -> str:
+        """The UI's *current details*: what the task waits for, or how it ended."""
+        if self._status == "input_required":
+            asks = [_describe_request(request) for _, request in self._outstanding.values()]
+            text = "Waiting for the client's answer to:\n\n" + "\n".join(f"* {a}" for a in asks)
+        elif self._status == "failed":
+            text = f"Failed: {self._status_message or 'task failed'}"
+        elif self._status == "completed":
+            is_error = bool((self._result or {}).get("isError"))
+            text = "Completed with a tool error (isError)" if is_error else "Completed"
+        else:
+            text = self._status.capitalize()
+        return text if len(text) <= _DETAILS_LIMIT else text[: _DETAILS_LIMIT - 1] + "…"
 
     def _touch(self) -> None:
         self._last_updated_at = workflow.now()
@@ -255,3 +286,59 @@ class McpTaskWorkflow:
             return
         view = self.view()
         workflow.upsert_memo({MEMO_KEY: view.model_dump(mode="json", exclude={"result", "error"})})
+
+
+def _describe_request(request: dict[str, Any]) -> str:
+    """One outstanding input request, as an operator reads it."""
+    method = str(request.get("method") or "request")
+    params = request.get("params")
+    message = params.get("message") if isinstance(params, dict) else None
+    if isinstance(message, str) and message:
+        return f"{method}: {message}"
+    return method
+
+
+@workflow.defn(name=WORKFLOW_TYPE)
+class McpTaskWorkflow(_TaskMachine):
+    """Tasks started as plain ``McpTask`` (before the tool joined the type)."""
+
+    @workflow.init
+    def __init__(self, start: TaskStart) -> None:
+        self._setup(start)
+
+    @workflow.run
+    async def run(self, start: TaskStart) -> TaskView:
+        return await self._execute(start)
+
+
+@workflow.defn(dynamic=True)
+class McpToolTaskWorkflow(_TaskMachine):
+    """Tasks started as ``McpTask:<tool>``: the Web UI's list names the tool.
+
+    Dynamic, because the set of tools is the server's, not ours. It takes only
+    its own types: anything else on the queue fails at once, non-retryable.
+    """
+
+    @workflow.init
+    def __init__(self, args: Sequence[RawValue]) -> None:
+        self._bad_input: str | None = None
+        try:
+            start = workflow.payload_converter().from_payload(args[0].payload, TaskStart)
+        except Exception as err:  # not one of ours: fail it in run, never retry
+            self._bad_input = f"{type(err).__name__}: {err}"
+            start = TaskStart(
+                task_id="?", tool_name="?", created_at=workflow.now(), ttl_ms=1, poll_interval_ms=1
+            )
+        self._setup(start)
+
+    @workflow.run
+    async def run(self, args: Sequence[RawValue]) -> TaskView:
+        workflow_type = workflow.info().workflow_type
+        if not workflow_type.startswith(WORKFLOW_TYPE_PREFIX) or self._bad_input:
+            raise ApplicationError(
+                f"Not an MCP task: workflow type {workflow_type!r} "
+                f"({self._bad_input or 'expected McpTask:<tool>'})",
+                type="McpNotATask",
+                non_retryable=True,
+            )
+        return await self._execute(self._start)

@@ -1,0 +1,143 @@
+"""Where Temporal is, configured the Temporal way.
+
+```bash
+export TEMPORAL_ADDRESS=my-ns.a1b2c.tmprl.cloud:7233 TEMPORAL_NAMESPACE=my-ns.a1b2c
+export TEMPORAL_API_KEY=...            # Temporal Cloud with an API key (TLS implied)
+# or mTLS: TEMPORAL_TLS_CLIENT_CERT_PATH=... TEMPORAL_TLS_CLIENT_KEY_PATH=...
+# or a profile in temporal.toml: TEMPORAL_PROFILE=prod (TEMPORAL_CONFIG_FILE=...)
+```
+
+``temporalio.envconfig`` reads the same variables and ``temporal.toml``
+profiles as the ``temporal`` CLI and every Temporal SDK, so a platform team
+configures fastmcp-temporal like any other Temporal application. Arguments of
+``TemporalTasks(...)`` or of the ``fastmcp-temporal`` command override them
+field by field. With no address anywhere, the extension starts its embedded dev
+server (workers and the ``tasks`` command refuse instead: they must join one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, Plugin
+from temporalio.converter import DataConverter
+from temporalio.envconfig import ClientConfigProfile
+from temporalio.service import TLSConfig
+
+from fastmcp_temporal.server.devserver import DevServer
+
+logger = logging.getLogger(__name__)
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """What ``Client.connect`` needs; ``address`` None means "none configured"."""
+
+    address: str | None = None
+    namespace: str = DEFAULT_NAMESPACE
+    api_key: str | None = None
+    tls: bool | TLSConfig = False
+    rpc_metadata: Mapping[str, str] = field(default_factory=dict)
+
+    def for_embedded(self, address: str) -> ConnectionSettings:
+        """The embedded dev server: plaintext, no credentials."""
+        return replace(self, address=address, api_key=None, tls=False, rpc_metadata={})
+
+    def describe(self) -> str:
+        """For logs and errors: never the API key."""
+        auth = "API key" if self.api_key else ("mTLS/TLS" if self.tls else "plaintext")
+        return f"{self.address} (namespace {self.namespace!r}, {auth})"
+
+
+def resolve(
+    *,
+    address: str | None = None,
+    namespace: str | None = None,
+    api_key: str | None = None,
+    tls: bool | TLSConfig | None = None,
+    profile: str | None = None,
+    config_file: str | Path | None = None,
+) -> ConnectionSettings:
+    """Environment and ``temporal.toml`` (via ``envconfig``), then these overrides."""
+    loaded = ClientConfigProfile.load(
+        profile=profile,
+        config_source=Path(config_file) if config_file is not None else None,
+    ).to_client_connect_config()
+    settings = ConnectionSettings(
+        address=loaded.get("target_host"),
+        namespace=loaded.get("namespace") or DEFAULT_NAMESPACE,
+        api_key=loaded.get("api_key"),
+        tls=loaded.get("tls", False),
+        rpc_metadata=dict(loaded.get("rpc_metadata") or {}),
+    )
+    overrides: dict[str, Any] = {}
+    if address is not None:
+        overrides["address"] = address
+    if namespace is not None:
+        overrides["namespace"] = namespace
+    if api_key is not None:
+        overrides["api_key"] = api_key
+        overrides["tls"] = settings.tls or True  # Temporal Cloud API keys need TLS
+    if tls is not None:
+        overrides["tls"] = tls
+    return replace(settings, **overrides)
+
+
+async def connect(
+    settings: ConnectionSettings,
+    *,
+    data_converter: DataConverter,
+    plugins: Sequence[Plugin] = (),
+) -> Client:
+    if settings.address is None:
+        raise ValueError(
+            "No Temporal address: set TEMPORAL_ADDRESS (or a temporal.toml profile) "
+            "or pass --address"
+        )
+    return await Client.connect(
+        settings.address,
+        namespace=settings.namespace,
+        api_key=settings.api_key,
+        tls=settings.tls,
+        rpc_metadata=dict(settings.rpc_metadata),
+        data_converter=data_converter,
+        plugins=list(plugins),
+    )
+
+
+async def start_embedded(
+    stack: contextlib.AsyncExitStack, data_dir: Path | None, ui: bool, namespace: str
+) -> DevServer:
+    """The embedded dev server, stopped (by PID) when ``stack`` closes."""
+    dev = await DevServer.start(data_dir=data_dir, ui=ui, namespace=namespace)
+    stack.callback(dev.stop)
+    logger.warning("fastmcp-temporal: embedded Temporal at %s, Web UI %s", dev.address, dev.ui_url)
+    return dev
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--address/--namespace/--profile/--config-file``; credentials stay in the environment."""
+    group = parser.add_argument_group(
+        "Temporal", "default: TEMPORAL_* variables and temporal.toml (temporalio.envconfig)"
+    )
+    group.add_argument("--address", help="Temporal frontend host:port (TEMPORAL_ADDRESS)")
+    group.add_argument("--namespace", help="Temporal namespace (TEMPORAL_NAMESPACE)")
+    group.add_argument("--profile", help="profile in temporal.toml (TEMPORAL_PROFILE)")
+    group.add_argument("--config-file", help="temporal.toml to read (TEMPORAL_CONFIG_FILE)")
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``resolve`` keyword arguments ``add_arguments`` collected."""
+    return {
+        "address": args.address,
+        "namespace": args.namespace,
+        "profile": args.profile,
+        "config_file": args.config_file,
+    }

@@ -1,0 +1,117 @@
+"""How a task's workflow is started: per-tool TTL and routing, and what the UI shows.
+
+```python
+TemporalTasks(tools={"render": ToolOptions(task_queue="gpu", ttl_ms=3_600_000)})
+```
+
+Per tool, a task can get its own ``ttlMs`` and send its legs (the tool body) to
+their own task queue, e.g. workers with GPUs: ``fastmcp-temporal worker
+server.py --task-queue gpu``. The workflow itself stays on the extension's
+queue, so any worker can run the state machine and only the legs need the GPU.
+
+The TTL is also the workflow's *execution timeout* (plus ``EXPIRY_GRACE``):
+Temporal ends a task that is still running when its TTL is over, with no worker
+needed, and a closed workflow is then purged by the namespace's retention.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+
+from fastmcp_temporal.server import visibility
+from fastmcp_temporal.workflows.models import LegPolicy, TaskStart
+
+logger = logging.getLogger(__name__)
+
+#: How long past its TTL a task may still run before Temporal ends it. A parked
+#: task fails itself at its TTL; this margin keeps that (clearer) end first.
+EXPIRY_GRACE = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class ToolOptions:
+    """Per-tool overrides of the extension's defaults.
+
+    Args:
+        ttl_ms: The ``ttlMs`` of this tool's tasks.
+        task_queue: Where this tool's legs run (workers started with
+            ``--task-queue``); the workflow stays on the extension's queue.
+    """
+
+    ttl_ms: int | None = None
+    task_queue: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.ttl_ms is not None and self.ttl_ms <= 0:
+            raise ValueError("ttl_ms must be positive")
+
+
+class WorkflowStarter:
+    """``start_workflow`` for tasks: type, summary, details, search attributes, timeout."""
+
+    def __init__(self, client: Client, *, task_queue: str, tools: Mapping[str, ToolOptions]):
+        self.client = client
+        self.task_queue = task_queue
+        self.tools = dict(tools)
+        #: Off after the namespace refused them once (logged once).
+        self.search_attributes = True
+
+    def ttl_ms(self, tool_name: str, default: int) -> int:
+        options = self.tools.get(tool_name)
+        return options.ttl_ms if options and options.ttl_ms else default
+
+    def leg_policy(self, tool_name: str, default: LegPolicy) -> LegPolicy:
+        options = self.tools.get(tool_name)
+        if options is None or options.task_queue is None:
+            return default
+        return default.model_copy(update={"task_queue": options.task_queue})
+
+    async def start(self, start: TaskStart, *, id: str, **options: Any) -> None:
+        """Start ``McpTask:<tool>``; without the search attributes if the namespace lacks them."""
+        options.update(
+            id=id,
+            task_queue=self.task_queue,
+            static_summary=visibility.static_summary(start.tool_name, start.arguments),
+            static_details=visibility.static_details(
+                task_id=start.task_id,
+                tool_name=start.tool_name,
+                tool_version=start.tool_version,
+                created_at=start.created_at,
+                ttl_ms=start.ttl_ms,
+                leg_queue=start.leg_policy.task_queue or self.task_queue,
+            ),
+            execution_timeout=timedelta(milliseconds=start.ttl_ms) + EXPIRY_GRACE,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        )
+        workflow_type = visibility.workflow_type(start.tool_name)
+        if self.search_attributes:
+            try:
+                await self.client.start_workflow(
+                    workflow_type,
+                    start.model_copy(update={"search_attributes": True}),
+                    search_attributes=visibility.start_search_attributes(start.tool_name),
+                    **options,
+                )
+                return
+            except Exception as err:
+                if not visibility.is_missing_search_attribute(err):
+                    raise
+                self.search_attributes = False
+                logger.warning(
+                    "fastmcp-temporal: namespace %r has no search attributes %s (%s); tasks "
+                    "start without them, so the Web UI cannot filter by tool or status. "
+                    "Register them: temporal operator search-attribute create --name "
+                    "McpToolName --type Keyword --name McpTaskStatus --type Keyword",
+                    self.client.namespace,
+                    " and ".join(visibility.SEARCH_ATTRIBUTE_SPECS),
+                    err,
+                )
+        await self.client.start_workflow(workflow_type, start, **options)

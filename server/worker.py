@@ -1,0 +1,119 @@
+"""``fastmcp-temporal worker server.py[:mcp]``: a process that runs task legs, nothing else.
+
+    fastmcp-temporal worker app/server.py                  # the `mcp` (or `server`, `app`) object
+    fastmcp-temporal worker app/server.py:build            # or a factory, as `fastmcp run` takes
+    fastmcp-temporal worker app/server.py --task-queue gpu # only the legs routed to `gpu`
+
+It imports the server exactly as ``fastmcp run`` does (``FileSystemSource``),
+finds its ``TemporalTasks`` extension, turns it into a worker (whatever its
+``run_worker`` says), and enters the server's lifespan: the user's own lifespan
+(database pools, clients the tools use), the extension's connection, and a
+Temporal worker serving the server's task tools. It serves no MCP traffic.
+
+Start as many as you like on one task queue: Temporal hands each leg to one of
+them. The Temporal address comes from the environment or ``temporal.toml`` like
+any Temporal app (see ``connection``); a worker never starts a dev server.
+
+SIGTERM (or SIGINT) drains it gracefully: it stops polling, gives running legs
+``--graceful-timeout`` seconds to finish, then cancels the rest, which Temporal
+hands to another worker at once (a leg is retried on infrastructure failures,
+up to ``LegPolicy.max_attempts``). Then it exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import signal
+from datetime import timedelta
+from typing import Any
+
+from fastmcp import FastMCP
+from fastmcp.utilities.mcp_server_config.v1.sources.filesystem import FileSystemSource
+from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
+
+from fastmcp_temporal.server import connection
+from fastmcp_temporal.server.extension import TemporalTasks
+
+logger = logging.getLogger(__name__)
+
+#: Printed once the worker polls: process supervisors and tests wait for it.
+READY_LINE = "fastmcp-temporal worker ready"
+DEFAULT_GRACEFUL_TIMEOUT_S = 30.0
+
+
+async def load(spec: str) -> tuple[FastMCP, TemporalTasks]:
+    """The server at ``spec`` (``fastmcp run`` rules) and its ``TemporalTasks``."""
+    server = await FileSystemSource(path=spec).load_server()
+    if not isinstance(server, FastMCP):
+        raise SystemExit(f"worker: {spec} is not a FastMCP server")
+    extension = server._extensions.get(TASKS_EXTENSION_ID)
+    if not isinstance(extension, TemporalTasks):
+        raise SystemExit(
+            f"worker: {spec} has no TemporalTasks extension: "
+            "add mcp.add_extension(TemporalTasks(...)) to the server"
+        )
+    return server, extension
+
+
+async def serve(
+    spec: str,
+    *,
+    task_queue: str | None = None,
+    graceful_timeout_s: float = DEFAULT_GRACEFUL_TIMEOUT_S,
+    max_concurrent_legs: int | None = None,
+    connection_overrides: dict[str, Any] | None = None,
+) -> None:
+    """Run the worker until SIGTERM/SIGINT, then drain and return."""
+    server, extension = await load(spec)
+    options: dict[str, Any] = {"graceful_shutdown_timeout": timedelta(seconds=graceful_timeout_s)}
+    if max_concurrent_legs is not None:
+        options["max_concurrent_activities"] = max_concurrent_legs
+    extension.serve_as_worker(task_queue=task_queue, connection=connection_overrides, **options)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with server._lifespan_manager():
+        logger.warning(
+            "fastmcp-temporal worker: server %r, task queue %r", server.name, extension._task_queue
+        )
+        print(READY_LINE, flush=True)
+        await stop.wait()
+        logger.warning("fastmcp-temporal worker: draining (up to %ss)", graceful_timeout_s)
+    del server, extension
+    gc.collect()  # drop the Temporal client before exit (temporalio/sdk-python#300)
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``worker`` to the ``fastmcp-temporal`` command."""
+    parser = commands.add_parser(
+        "worker", help="run the task legs of a FastMCP server (no MCP traffic)"
+    )
+    parser.add_argument("server", help="path/to/server.py[:object], as for `fastmcp run`")
+    parser.add_argument("--task-queue", help="poll this queue instead of the extension's")
+    parser.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=DEFAULT_GRACEFUL_TIMEOUT_S,
+        help="seconds running legs get to finish on SIGTERM before they are handed back",
+    )
+    parser.add_argument("--max-concurrent-legs", type=int, help="legs one worker runs at once")
+    connection.add_arguments(parser)
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    asyncio.run(
+        serve(
+            args.server,
+            task_queue=args.task_queue,
+            graceful_timeout_s=args.graceful_timeout,
+            max_concurrent_legs=args.max_concurrent_legs,
+            connection_overrides=connection.overrides_from(args),
+        )
+    )
+    return 0

@@ -1,0 +1,410 @@
+"""Encryption at rest: what a task writes to Temporal is unreadable without the key.
+
+The proof reads the task's raw history the way anyone with access to Temporal
+can -- a client without the codec, and the ``temporal`` CLI -- and looks for
+the caller's token, headers, arguments, questions, answers, result and failure
+text. The same run without a key is the control that the search would find
+them. Then: keys rotate (old ids keep decrypting), and a process without the
+right key fails the task closed, with a message ``tasks/get`` reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+
+import pytest
+from fastmcp import Client, Context, FastMCP
+from fastmcp.client.elicitation import ElicitResult
+from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from fastmcp.utilities.tests import run_server_async
+from fastmcp_tasks import call_tool_task
+from fastmcp_tasks.client import ToolTask
+from mcp.shared.exceptions import MCPError
+from temporalio.api.common.v1 import Payload
+from temporalio.api.failure.v1 import Failure
+from temporalio.api.history.v1 import History
+from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.converter import DataConverter
+
+from fastmcp_temporal import DevServer, LegPolicy, TemporalTasks
+from fastmcp_temporal.server.codec import (
+    KEY_ENV,
+    AesGcmCodec,
+    PayloadDecryptionError,
+    parse_keys,
+    task_data_converter,
+)
+from fastmcp_temporal.server.devserver import temporal_binary
+from fastmcp_temporal.server.engine import workflow_id_for
+from tests.test_lifecycle import answers, ask
+
+
+def new_key() -> str:
+    return base64.b64encode(os.urandom(32)).decode()
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test chooses its keys; an exported one must not leak in."""
+    monkeypatch.delenv(KEY_ENV, raising=False)
+
+
+# -- the codec itself ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "ids"),
+    [
+        (base64.b64encode(b"k" * 32).decode(), ["default"]),
+        (base64.urlsafe_b64encode(b"\xfb" * 32).decode().rstrip("="), ["default"]),
+        ((b"h" * 32).hex(), ["default"]),
+        (f"new:{(b'n' * 32).hex()}, old:{base64.b64encode(b'o' * 32).decode()}", ["new", "old"]),
+    ],
+)
+def test_key_configuration_forms(spec: str, ids: list[str]) -> None:
+    assert list(parse_keys(spec)) == ids
+    assert AesGcmCodec.from_spec(spec).active_key_id == ids[0]
+
+
+@pytest.mark.parametrize(
+    ("spec", "error"),
+    [
+        ("", "empty"),
+        (base64.b64encode(b"short").decode(), "needs 32"),
+        ("not base64!", "neither base64 nor hex"),
+        (f"{(b'a' * 32).hex()},{(b'b' * 32).hex()}", "'id:key'"),
+        (f"a:{(b'a' * 32).hex()},a:{(b'b' * 32).hex()}", "twice"),
+        (f"bad id:{(b'a' * 32).hex()}", "Invalid encryption key id"),
+    ],
+)
+def test_bad_key_configuration_is_refused_without_echoing_it(spec: str, error: str) -> None:
+    with pytest.raises(ValueError, match=error) as raised:
+        parse_keys(spec)
+    assert (b"a" * 32).hex() not in str(raised.value)
+
+
+async def test_codec_seals_opens_and_fails_closed() -> None:
+    """Round trip; plaintext passes; unknown ids, swapped ids and tampering raise."""
+    keys = {"k1": os.urandom(32), "k2": os.urandom(32)}
+    codec = AesGcmCodec(keys, "k1")
+    plain = Payload(metadata={"encoding": b"json/plain"}, data=b'{"secret": "hunter2"}')
+    (sealed,) = await codec.encode([plain])
+    assert sealed.metadata["encoding"] == b"binary/encrypted"
+    assert sealed.metadata["encryption-key-id"] == b"k1"
+    assert b"hunter2" not in sealed.SerializeToString()
+    assert await codec.decode([sealed, plain]) == [plain, plain]
+
+    swapped = Payload()
+    swapped.CopyFrom(sealed)
+    swapped.metadata["encryption-key-id"] = b"k2"  # the key id is bound into the tag
+    tampered = Payload()
+    tampered.CopyFrom(sealed)
+    tampered.data = sealed.data[:-1] + bytes([sealed.data[-1] ^ 1])
+    for bad in (swapped, tampered):
+        with pytest.raises(PayloadDecryptionError, match="authentication failed"):
+            await codec.decode([bad])
+
+    for reader in (AesGcmCodec({"k2": keys["k2"]}, "k2"), AesGcmCodec({}, None)):
+        with pytest.raises(PayloadDecryptionError, match="key id 'k1'") as raised:
+            await reader.decode([sealed])
+        assert raised.value.non_retryable
+    keyless = AesGcmCodec({}, None)
+    assert await keyless.encode([plain]) == [plain]
+
+
+async def test_failure_text_is_sealed_except_a_decryption_failure() -> None:
+    converter = task_data_converter(new_key())
+    codec_less = DataConverter()
+    secret, readable = Failure(), Failure()
+    await converter.encode_failure(RuntimeError("hunter2"), secret)
+    await converter.encode_failure(PayloadDecryptionError("key id 'x' unknown"), readable)
+    assert secret.message == "Encoded failure"
+    assert b"hunter2" not in secret.SerializeToString()
+    assert "hunter2" in str(await converter.decode_failure(secret))
+    assert readable.message == "key id 'x' unknown"
+    assert "key id 'x'" in str(await codec_less.decode_failure(readable))
+
+
+def test_a_client_and_a_key_are_exclusive(temporal_client: TemporalClient) -> None:
+    with pytest.raises(ValueError, match="not both"):
+        TemporalTasks(client=temporal_client, encryption_key=new_key())
+
+
+# -- nothing in clear in the history ----------------------------------------------------------
+
+
+class Markers:
+    """Unique strings for everything a task writes that must not be readable."""
+
+    def __init__(self) -> None:
+        tag = uuid.uuid4().hex[:12]
+        self.token = f"token-{tag}"
+        self.header = f"header-{tag}"
+        self.argument = f"argument-{tag}"
+        self.question = f"question-{tag}"
+        self.answer = f"answer-{tag}"
+        self.result = f"result-{tag}"
+        self.failure = f"failure-{tag}"
+
+    def all(self) -> dict[str, str]:
+        return dict(vars(self))
+
+
+def secret_server(markers: Markers, tasks: TemporalTasks) -> FastMCP:
+    verifier = StaticTokenVerifier(tokens={markers.token: {"client_id": "alice", "sub": "u1"}})
+    mcp = FastMCP("secrets", auth=verifier)
+    mcp.add_extension(tasks)
+
+    @mcp.tool(task=True)
+    async def vault(secret: str, ctx: Context) -> str:
+        got = answers(ctx)
+        if "pin" not in got:
+            return ask("pin", markers.question)  # type: ignore[return-value]
+        return f"{markers.result} for {secret} and {got['pin']}"
+
+    @mcp.tool(task=True)
+    async def refuse(secret: str) -> str:
+        raise MCPError(code=-32000, message=f"{markers.failure} ({secret})")
+
+    return mcp
+
+
+async def run_secret_tasks(mcp: FastMCP, markers: Markers) -> list[str]:
+    """A task that asks and completes, one that fails; returns their workflow ids."""
+
+    async def answer(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        return ElicitResult(action="accept", content={"answer": markers.answer})
+
+    async with run_server_async(mcp) as url:
+        transport = StreamableHttpTransport(url, headers={"X-Tenant": markers.header})
+        async with Client(transport, auth=markers.token, elicitation_handler=answer) as client:
+            vault = await call_tool_task(client, "vault", {"secret": markers.argument})
+            assert markers.result in str((await vault.result()).data)
+            refuse = await call_tool_task(
+                client, "refuse", {"secret": markers.argument}, raise_on_error=False
+            )
+            failed = await refuse.wait(state="failed", timeout=20)
+            assert markers.failure in (failed.status_message or "")
+    return [workflow_id_for(task.task_id, "alice|u1") for task in (vault, refuse)]
+
+
+async def cli_history(address: str, workflow_id: str, *codec_args: str) -> str:
+    """``temporal workflow show --output json``, as an operator would run it."""
+    process = await asyncio.create_subprocess_exec(
+        temporal_binary(),
+        "workflow",
+        "show",
+        "--address",
+        address,
+        "--workflow-id",
+        workflow_id,
+        "--output",
+        "json",
+        *codec_args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=30)
+    assert process.returncode == 0, stderr.decode()
+    return stdout.decode()
+
+
+def readable_text(cli_json: str) -> str:
+    """The CLI's JSON plus every base64 field decoded, so nothing hides in encoding."""
+    decoded: list[str] = [cli_json]
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+        elif isinstance(node, str):
+            with suppress(ValueError):  # not base64: already in the JSON text
+                decoded.append(base64.b64decode(node, validate=True).decode("utf-8", "replace"))
+
+    walk(json.loads(cli_json))
+    return "\n".join(decoded)
+
+
+@pytest.mark.parametrize("encrypted", [True, False], ids=["with-key", "control-no-key"])
+async def test_history_holds_no_plaintext_when_a_key_is_set(
+    encrypted: bool, temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    markers = Markers()
+    tasks = TemporalTasks(
+        address=temporal_server.address,
+        task_queue=task_queue,
+        encryption_key=new_key() if encrypted else None,
+    )
+    workflow_ids = await run_secret_tasks(secret_server(markers, tasks), markers)
+
+    for workflow_id in workflow_ids:
+        # A codec-less client reads the raw bytes Temporal stores.
+        history = await temporal_client.get_workflow_handle(workflow_id).fetch_history()
+        raw = History(events=history.events).SerializeToString().decode("utf-8", "replace")
+        cli = readable_text(await cli_history(temporal_server.address, workflow_id))
+        for text in (raw, cli):
+            found = {name for name, marker in markers.all().items() if marker in text}
+            if encrypted:
+                assert not found, f"{workflow_id}: in clear: {sorted(found)}"
+            else:
+                assert found, "the control must find what encryption hides"
+    if not encrypted:
+        vault_raw = await temporal_client.get_workflow_handle(workflow_ids[0]).fetch_history()
+        vault_text = History(events=vault_raw.events).SerializeToString().decode("utf-8", "replace")
+        assert {"token", "header", "argument", "question", "answer", "result"} <= {
+            name for name, marker in markers.all().items() if marker in vault_text
+        }
+
+
+# -- rotation ---------------------------------------------------------------------------------
+
+
+async def test_a_task_created_under_an_old_key_completes_after_rotation(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """Created under ``k1``; a fleet with ``k2`` active and ``k1`` kept finishes it."""
+    k1, k2 = new_key(), new_key()
+    old = FastMCP("old")
+    old.add_extension(
+        TemporalTasks(
+            address=temporal_server.address,
+            task_queue=task_queue,
+            encryption_key=f"k1:{k1}",
+            run_worker=False,
+        )
+    )
+    new = FastMCP("new")
+    new.add_extension(
+        TemporalTasks(
+            address=temporal_server.address,
+            task_queue=task_queue,
+            encryption_key=f"k2:{k2},k1:{k1}",  # k2 encrypts, k1 still decrypts
+        )
+    )
+    for server in (old, new):
+
+        @server.tool(task=True)
+        async def echo(text: str) -> str:
+            return f"echo {text}"
+
+    async with Client(old) as before:
+        task = await call_tool_task(before, "echo", {"text": "rotated"})
+    async with Client(new) as after:
+        handle = ToolTask(after, "echo", task.create_result)
+        assert (await handle.result()).data == "echo rotated"
+
+    history = await temporal_client.get_workflow_handle(
+        workflow_id_for(task.task_id, None)
+    ).fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    completed = history.events[-1].workflow_execution_completed_event_attributes
+    assert started.input.payloads[0].metadata["encryption-key-id"] == b"k1"
+    assert completed.result.payloads[0].metadata["encryption-key-id"] == b"k2"
+
+
+# -- fail closed ------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def front_and_worker(
+    address: str, task_queue: str, *, creator_key: str, worker_key: str | None, legs_only: bool
+) -> AsyncIterator[tuple[Client, Client, list[str]]]:
+    """A front end that creates tasks under ``creator_key``, and a process with ``worker_key``.
+
+    ``legs_only``: the creator runs the task workflows and sends legs to the
+    other process's queue, so only a leg's input is unreadable there.
+    """
+    ran: list[str] = []
+    worker_queue = f"{task_queue}-legs" if legs_only else task_queue
+    creator = FastMCP("creator")
+    creator.add_extension(
+        TemporalTasks(
+            address=address,
+            task_queue=task_queue,
+            encryption_key=creator_key,
+            run_worker=legs_only,
+            leg_policy=LegPolicy(task_queue=worker_queue),
+        )
+    )
+    other = FastMCP("other")
+    other.add_extension(
+        TemporalTasks(address=address, task_queue=worker_queue, encryption_key=worker_key)
+    )
+    for server in (creator, other):
+
+        @server.tool(task=True)
+        async def echo(text: str) -> str:
+            ran.append(text)
+            return text
+
+    async with Client(creator) as creating, Client(other) as reading:
+        yield creating, reading, ran
+
+
+@pytest.mark.parametrize(
+    ("worker_key", "legs_only", "expected"),
+    [
+        ("b", False, "key id 'a', and this process holds 'b'"),
+        (None, False, "key id 'a', and this process holds none"),
+        ("b", True, "Tool leg failed: Cannot decrypt a task payload: it was encrypted with key id"),
+    ],
+    ids=["workflow-input-wrong-key", "workflow-input-no-key", "leg-input-wrong-key"],
+)
+async def test_an_undecryptable_task_fails_closed_with_a_clear_status(
+    worker_key: str | None,
+    legs_only: bool,
+    expected: str,
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """Never retried forever, never run without its caller: failed, and ``tasks/get`` says why.
+
+    Both front ends -- the one holding the creating key and the one that does
+    not -- report the same failure. While a leg's attempts fail, ``tasks/get``
+    shows the decoded reason (never the placeholder "Encoded failure"). The
+    workflow-input cases wait on Temporal rather than polling ``tasks/get``: a
+    query that lands inside the very first workflow task delays the failure
+    by ~20 s (see the README's "Encryption" section), which is not under test.
+    """
+    keys = {"a": f"a:{new_key()}", "b": f"b:{new_key()}"}
+    async with front_and_worker(
+        temporal_server.address,
+        task_queue,
+        creator_key=keys["a"],
+        worker_key=keys[worker_key] if worker_key else None,
+        legs_only=legs_only,
+    ) as (creating, reading, ran):
+        task = await call_tool_task(creating, "echo", {"text": "secret"}, raise_on_error=False)
+        handle = temporal_client.get_workflow_handle(workflow_id_for(task.task_id, None))
+        seen: list[str] = []
+        for _ in range(300):
+            if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+                break
+            if legs_only:
+                seen.append((await task.status()).status_message or "")
+            await asyncio.sleep(0.1)
+        status = await task.status()
+        assert status.status == "failed", seen[-3:]
+        assert expected in (status.status_message or "")
+        assert status.error and expected in status.error["message"]
+        other_view = await ToolTask(reading, "echo", task.create_result).status()
+        assert other_view.status == "failed"
+        assert "Cannot decrypt a task payload" in (other_view.status_message or "")
+    assert ran == [], "the tool body must not run without its payloads"
+    if legs_only:
+        retrying = [message for message in seen if message.startswith("Retrying")]
+        assert retrying, seen
+        assert not any("Encoded failure" in message for message in retrying), retrying
