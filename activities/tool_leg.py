@@ -52,6 +52,8 @@ logger = logging.getLogger(__name__)
 _WIRE_VERSION = MODERN_PROTOCOL_VERSIONS[-1]
 _INPUT_RESPONSE = TypeAdapter(mcp_types.InputResponse)
 _DEPENDENCY_FAILURE = "Failed to resolve dependency"
+#: Temporal rejects payloads of 2 MB or more; leave room for the codec's envelope.
+MAX_OUTCOME_BYTES = 1_900_000
 
 
 class ToolLegActivity:
@@ -72,7 +74,7 @@ class ToolLegActivity:
             heartbeats.cancel()
 
     async def _run(self, request: LegRequest, progress: LegProgress) -> LegOutcome:
-        tool, component, owner = await self._resolve(request)
+        component, owner, local_name = await self._resolve(request)
         _restore_caller(request.caller)
         current_leg_progress.set(progress)
         ctx = TaskContext(
@@ -94,22 +96,26 @@ class ToolLegActivity:
             except FastMCPError as err:
                 return _result_outcome(_error_result(str(err)))
             except PydanticValidationError:
-                logger.exception("Tool %r raised a pydantic error", tool.name)
+                logger.exception("Tool %r raised a pydantic error", local_name)
                 return _error_outcome(mcp_types.INTERNAL_ERROR, "Internal error")
             except Exception as err:
                 if isinstance(err, RuntimeError) and str(err).startswith(_DEPENDENCY_FAILURE):
+                    # The task could not be set up to run at all: a protocol fault.
                     logger.error("Task %s: %s", request.task_id, err)
                     return _error_outcome(mcp_types.INTERNAL_ERROR, str(err))
-                return _result_outcome(_error_result(_masked_message(owner, tool.name, err)))
-        return _outcome_from(result)
+                return _result_outcome(_error_result(_masked_message(owner, local_name, err)))
+        return _within_payload_limit(_outcome_from(result))
 
-    async def _resolve(self, request: LegRequest) -> tuple[Tool, Tool, FastMCP]:
-        """Find the tool version the client called, its runnable component and owner.
+    async def _resolve(self, request: LegRequest) -> tuple[Tool, FastMCP, str]:
+        """Find the tool version the client called: runnable component, owner, local name.
 
         A mounted tool resolves to a provider wrapper whose ``run`` would go back
         through the child server's full ``call_tool`` (and its own, non-task
         ``Context``); the component ``get_tasks()`` registers under the same key
-        is the one to run, inside a context bound to the child server.
+        is the one to run, inside a context bound to the server that defines it.
+        The synchronous call's error text is written by that server's
+        ``call_tool`` (innermost mount), with its masking policy and its own name
+        for the tool, so both are returned for ``_masked_message``.
         """
         server = self._server
         version = VersionSpec(eq=request.tool_version) if request.tool_version else None
@@ -128,8 +134,27 @@ class ToolLegActivity:
             if isinstance(candidate, Tool) and candidate.key == tool.key:
                 component = candidate
                 break
-        owner = tool._server if isinstance(tool, FastMCPProviderTool) else server
-        return tool, component, owner
+        owner, local_name = server, tool.name
+        probe: Tool | None = tool
+        while isinstance(probe, FastMCPProviderTool):
+            owner, local_name = probe._server, probe._original_name or probe.name
+            try:
+                probe = await owner.get_tool(local_name, version)
+            except NotFoundError:
+                break
+        return component, owner, local_name
+
+
+def _within_payload_limit(outcome: LegOutcome) -> LegOutcome:
+    """Fail a too-large outcome now, once, instead of leg retries that cannot succeed."""
+    size = activity.payload_converter().to_payloads([outcome])[0].ByteSize()
+    if size < MAX_OUTCOME_BYTES:
+        return outcome
+    return _error_outcome(
+        mcp_types.INTERNAL_ERROR,
+        f"The tool's result is too large for a durable task ({size} bytes; Temporal's "
+        "payload limit is 2 MB). Return a reference to the data instead.",
+    )
 
 
 def _restore_caller(caller: CallerSnapshot) -> None:

@@ -23,8 +23,9 @@ Using one optional tool for both calls (rather than ``x_sync``/``x_task``
 twins) matters: masked error texts and ``Unknown tool`` messages contain the
 tool's name, so twins could never be byte-identical.
 
-Cases that reveal a server divergence stay here, marked ``xfail(strict=True)``
-with the reason, so they flip to a failure the moment the server is fixed.
+Cases where the task deliberately differs (a protocol fault fails the task),
+and the 2 MB payload limit, stay here marked ``xfail(strict=True)`` with the
+reason, so any change in that behaviour shows up at once.
 """
 
 from __future__ import annotations
@@ -142,9 +143,9 @@ def raises(
 # -- primitives ---------------------------------------------------------------
 
 PAYLOAD_LIMIT = (
-    "LIMITATION: a leg's result travels as one Temporal payload, which the SDK caps at "
-    "2 MiB; the synchronous call returns the ~2.2 MB result, the task fails with "
-    "-32603 'Tool leg failed: PayloadsTooLarge' (after the leg's retries)."
+    "LIMITATION: a leg's result travels as one Temporal payload, which Temporal caps at "
+    "2 MB; the synchronous call returns the ~2.2 MB result, the task fails at once (no "
+    "retries) with -32603 naming the size and the limit."
 )
 
 
@@ -639,23 +640,18 @@ async def raises_pydantic_error_in_body() -> str:
 
 
 MCP_ERROR_DIVERGENCE = (
-    "DIVERGENCE: an MCPError raised under a tool (other than -32021) is masked into an "
+    "DELIBERATE DIVERGENCE: an MCPError raised under a tool (other than -32021) is masked into an "
     "isError result by the synchronous tools/call (FastMCP.call_tool), but the leg "
     "activity (tool_leg.py `except MCPError`) fails the task with the raw JSON-RPC error. "
     "Deliberate there (as in fastmcp_tasks): it is how conformance/server.py's "
     "protocol_error_job ends `failed`, and tests/test_wire.py::test_protocol_error_fails_"
     "the_task_with_the_json_rpc_error pins it. The parity requirement conflicts with it."
 )
-DEPENDENCY_BUG = (
-    "BUG: a failing Depends() is masked into an isError result by the synchronous "
-    "tools/call, but the leg activity fails the task with -32603 and the unmasked "
-    "'Failed to resolve dependency ...' text (tool_leg.py `_DEPENDENCY_FAILURE`)."
-)
-MOUNTED_NAME_BUG = (
-    "BUG: for a mounted tool the synchronous tools/call masks with the defining server's "
-    "own name for it (\"Error calling tool 'mounted_raises_value_error'\"), the leg "
-    "activity with the parent's namespaced name ('child_mounted_raises_value_error'; "
-    "'child_inner_nested_raises_value_error' two mounts deep)."
+DEPENDENCY_FAILURE = (
+    "DELIBERATE: a failing Depends() is masked into an isError result by the synchronous "
+    "tools/call, but a task that cannot resolve its dependencies could not run at all, "
+    "so it fails with -32603 'Failed to resolve dependency ...' (core engine issue: "
+    "'a dependency-resolution failure → failed')."
 )
 
 
@@ -693,7 +689,7 @@ def _broken_dependency() -> str:
     raise LookupError("dependency backend unavailable")
 
 
-@raises(xfail=DEPENDENCY_BUG)
+@raises(xfail=DEPENDENCY_FAILURE)
 async def raises_in_dependency(value: str = Depends(_broken_dependency)) -> str:
     return value
 
@@ -722,7 +718,7 @@ async def mounted_raises_tool_error() -> str:
     raise ToolError("child says no")
 
 
-@raises(mount=CHILD, xfail=MOUNTED_NAME_BUG)
+@raises(mount=CHILD)
 async def mounted_raises_value_error() -> str:
     raise ValueError("child internals")
 
@@ -732,7 +728,7 @@ async def nested_returns_dataclass() -> Point:
     return Point(x=1.0, y=2.0, label="deep")
 
 
-@raises(mount=GRANDCHILD, xfail=MOUNTED_NAME_BUG)
+@raises(mount=GRANDCHILD)
 async def nested_raises_value_error() -> str:
     raise ValueError("grandchild internals")
 
