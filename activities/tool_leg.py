@@ -45,7 +45,12 @@ from temporalio.exceptions import ApplicationError
 from fastmcp_temporal.activities.progress import LegProgress
 from fastmcp_temporal.activities.steps import StepCheckpoint
 from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
-from fastmcp_temporal.workflows.models import CallerSnapshot, LegOutcome, LegRequest
+from fastmcp_temporal.workflows.models import (
+    BodyOutcome,
+    CallerSnapshot,
+    LegOutcome,
+    LegRequest,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +80,10 @@ class ToolLegActivity:
 
     async def _run(self, request: LegRequest, progress: LegProgress) -> LegOutcome:
         component, owner, local_name = await self._resolve(request)
+        if request.body_outcome is not None:
+            return _within_payload_limit(
+                _body_result(component, owner, local_name, request.body_outcome)
+            )
         _restore_caller(request.caller)
         current_leg_progress.set(progress)
         ctx = TaskContext(
@@ -143,6 +152,24 @@ class ToolLegActivity:
             except NotFoundError:
                 break
         return component, owner, local_name
+
+
+def _body_result(component: Tool, owner: FastMCP, name: str, body: BodyOutcome) -> LegOutcome:
+    """A workflow tool's return value (or failure) as its ``CallToolResult``.
+
+    The value is converted exactly as a function tool's return value would be
+    (its declared return type, output schema, content conversion); a failed
+    workflow is an ``isError`` result, masked per the server's policy.
+    """
+    if body.error is not None:
+        message = f"Error calling tool {name!r}"
+        if not owner._mask_error_details:
+            message += f": {body.error}"
+        return _result_outcome(_error_result(message))
+    value = body.value
+    if component.return_type is not None:
+        value = TypeAdapter(component.return_type).validate_python(value)
+    return _outcome_from(component.convert_result(value))
 
 
 def _within_payload_limit(outcome: LegOutcome) -> LegOutcome:

@@ -11,6 +11,15 @@ from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.extension import TemporalTasks
 from fastmcp_temporal.server.plugin import McpTasksPlugin
+from fastmcp_temporal.server.workflow_tools import workflow_tool, workflow_tool_parts
 from fastmcp_temporal.workflows.models import LegPolicy
 
-__all__ = ["DevServer", "LegPolicy", "McpTasksPlugin", "Steps", "TemporalTasks"]
+__all__ = [
+    "DevServer",
+    "LegPolicy",
+    "McpTasksPlugin",
+    "Steps",
+    "TemporalTasks",
+    "workflow_tool",
+    "workflow_tool_parts",
+]

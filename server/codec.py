@@ -145,6 +145,7 @@ class AesGcmCodec(PayloadCodec):
 
     @property
     def encrypts(self) -> bool:
+        """Whether ``encode`` seals payloads (a codec without keys only guards ``decode``)."""
         return self.active_key_id is not None
 
     @property
@@ -183,7 +184,7 @@ class AesGcmCodec(PayloadCodec):
         key_id = payload.metadata.get(KEY_ID_METADATA, b"").decode(errors="replace")
         cipher = self._ciphers.get(key_id)
         if cipher is None:
-            held = ", ".join(repr(known) for known in self._ciphers) or "none"
+            held = ", ".join(repr(known) for known in self.key_ids) or "none"
             raise PayloadDecryptionError(
                 f"Cannot decrypt a task payload: it was encrypted with key id {key_id!r}, "
                 f"and this process holds {held}"

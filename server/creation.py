@@ -53,22 +53,26 @@ def task_scope() -> str | None:
     return f"{token.client_id}|{sub}" if sub else token.client_id
 
 
-def validate_arguments(component: Tool, arguments: dict[str, Any]) -> None:
+def validate_arguments(component: Tool, arguments: dict[str, Any]) -> dict[str, Any] | None:
     """Reject arguments the synchronous path would reject; nothing is run.
 
     A ``FunctionTool`` validates by *calling* a pydantic-wrapped function, so we
     build a probe with the identical signature, defaults and resolved hints that
-    only returns what it was given, and validate against that. Other tool kinds
-    validate inside their own ``run`` and are checked when the leg runs.
+    only returns what it was given, and validate against that. Returns every
+    parameter's validated value (defaults filled in). Other tool kinds validate
+    inside their own ``run`` and are checked when the leg runs (``None``).
     """
     if not isinstance(component, FunctionTool):
-        return
+        return None
     callable_fn = without_injected_parameters(component.fn, run_in_thread=component.run_in_thread)
     adapter = get_cached_typeadapter(_signature_probe(callable_fn))
     try:
-        _validate_input(adapter, arguments, strict=_strict_input_validation())
+        validated = _validate_input(adapter, arguments, strict=_strict_input_validation())
     except PydanticValidationError as err:
         raise ValidationError(str(err), log_level=logging.WARNING) from err
+    bound = inspect.signature(callable_fn).bind_partial(**validated)
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 def _signature_probe(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:

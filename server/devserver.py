@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 from temporalio.client import Client
 
 from fastmcp_temporal.server.visibility import SEARCH_ATTRIBUTE_SPECS
@@ -157,11 +158,19 @@ class DevServer:
             try:
                 client = await Client.connect(self.address, namespace=self.namespace)
                 await client.count_workflows()
+                if self.ui_url is not None:
+                    await self._ui_answers()
                 return
             except Exception as err:  # not up yet
                 last_error = err
                 await asyncio.sleep(0.1)
         raise TimeoutError(f"Temporal dev server did not answer in {timeout_s}s: {last_error}")
+
+    async def _ui_answers(self) -> None:
+        """The UI's API proxies to the frontend; it answers 503 until its first dial works."""
+        async with httpx.AsyncClient(timeout=5) as http:
+            response = await http.get(f"{self.ui_url}/api/v1/namespaces/{self.namespace}")
+        response.raise_for_status()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the server process (its whole process group) and wait for it."""

@@ -57,6 +57,7 @@ from fastmcp_temporal.workflows.models import (
     LegPolicy,
     TaskStart,
     TaskView,
+    WorkflowBody,
 )
 from fastmcp_temporal.workflows.task_workflow import (
     FAILED_ERROR_TYPE,
@@ -127,6 +128,7 @@ class TaskEngine:
         caller: CallerSnapshot,
         input_responses: dict[str, Any] | None = None,
         request_state: str | None = None,
+        body: WorkflowBody | None = None,
     ) -> CreateTaskResult:
         """Start the task's workflow; returns once ``tasks/get`` would resolve.
 
@@ -150,6 +152,7 @@ class TaskEngine:
             rounds_per_run=self.rounds_per_run,
             input_responses=input_responses,
             request_state=request_state,
+            body=body,
         )
         initial = TaskView(
             task_id=task_id,

@@ -55,6 +55,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic_core import to_jsonable_python
 from temporalio.client import Client
 from temporalio.service import TLSConfig
 from temporalio.worker import Worker
@@ -78,7 +79,8 @@ from fastmcp_temporal.server.wire import (
     UpdateTaskParams,
     missing_capability,
 )
-from fastmcp_temporal.workflows.models import LegPolicy
+from fastmcp_temporal.server.workflow_tools import spec_for, workflow_tool_parts
+from fastmcp_temporal.workflows.models import LegPolicy, WorkflowBody
 
 if TYPE_CHECKING:
     import mcp_types
@@ -318,7 +320,14 @@ class TemporalTasks(ServerExtension):
         self, tool: Tool, arguments: dict[str, Any], context: Context
     ) -> CreateTaskResult:
         component = await _registered_component(context.fastmcp, tool)
-        validate_arguments(component, arguments)
+        validated = validate_arguments(component, arguments)
+        body: WorkflowBody | None = None
+        if (spec := spec_for(component)) is not None and validated is not None:
+            body = WorkflowBody(
+                workflow=spec.workflow_name,
+                args=[to_jsonable_python(validated[name]) for name in spec.parameters],
+                task_queue=spec.task_queue,
+            )
         return await self.engine.start(
             scope=task_scope(),
             tool_name=tool.name,
@@ -326,6 +335,7 @@ class TemporalTasks(ServerExtension):
             arguments=arguments,
             poll_interval_ms=int(tool.task_config.poll_interval.total_seconds() * 1000),
             caller=capture_caller(context),
+            body=body,
         )
 
     async def _create_task_mrtr_first(
@@ -377,10 +387,13 @@ class TemporalTasks(ServerExtension):
                     "graceful_shutdown_timeout": timedelta(seconds=2),
                     **self._worker_options,
                 }
+                workflows, activities = await workflow_tool_parts(self.server)
                 worker = Worker(
                     client,
                     task_queue=self._task_queue,
-                    plugins=[McpTasksPlugin(self.server)],
+                    plugins=[
+                        McpTasksPlugin(self.server, workflows=workflows, activities=activities)
+                    ],
                     **options,
                 )
                 await stack.enter_async_context(worker)

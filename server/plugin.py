@@ -18,7 +18,8 @@ worker inherits it), or connect with ``task_data_converter()``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from fastmcp import FastMCP
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -68,12 +69,16 @@ class McpTasksPlugin(SimplePlugin):
         *,
         heartbeat_interval_s: float = 1.0,
         encryption_key: str | None = None,
+        workflows: Sequence[type] = (),
+        activities: Sequence[Callable[..., Any]] = (),
     ) -> None:
+        """``workflows``/``activities``: the server's workflow tools and their
+        activities (``workflow_tool_parts(server)``), hosted on the same worker."""
         legs = ToolLegActivity(server, heartbeat_interval_s=heartbeat_interval_s)
         super().__init__(
             "fastmcp_temporal.McpTasksPlugin",
             data_converter=_task_converter(encryption_key),
-            workflows=[McpTaskWorkflow, McpToolTaskWorkflow],
-            activities=[legs.run_leg],
+            workflows=[McpTaskWorkflow, McpToolTaskWorkflow, *workflows],
+            activities=[legs.run_leg, *activities],
             workflow_runner=_passthrough,
         )

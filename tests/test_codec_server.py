@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,7 +24,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload
 
 from fastmcp_temporal import DevServer, TemporalTasks
-from fastmcp_temporal.server.codec import AesGcmCodec
+from fastmcp_temporal.server.codec import KEY_ENV, AesGcmCodec
 from fastmcp_temporal.server.codec_server import create_app
 from fastmcp_temporal.server.devserver import free_port
 from fastmcp_temporal.server.engine import workflow_id_for
@@ -163,3 +164,41 @@ async def test_a_dev_server_ui_points_at_the_codec_endpoint(tmp_path: Any) -> No
     finally:
         dev.stop()
     assert settings["Codec"]["Endpoint"] == endpoint
+
+
+async def test_the_command_serves_with_the_key_from_the_environment() -> None:
+    """``fastmcp-temporal codec-server`` as operators start it: a real process."""
+    port = free_port()
+    command = [sys.executable, "-m", "fastmcp_temporal.server.cli", "codec-server"]
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        "--port",
+        str(port),
+        env={**os.environ, KEY_ENV: KEY},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    body = {"payloads": [payload_json('"x"')]}
+    try:
+        async with httpx.AsyncClient() as http:
+            for _ in range(100):
+                try:
+                    encoded = await http.post(f"http://127.0.0.1:{port}/encode", json=body)
+                    break
+                except httpx.ConnectError:
+                    await asyncio.sleep(0.1)
+            else:
+                pytest.fail("the codec server never listened")
+        keyless = await asyncio.create_subprocess_exec(
+            *command,
+            env={k: v for k, v in os.environ.items() if k != KEY_ENV},
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, refusal = await keyless.communicate()
+    finally:
+        process.terminate()
+        await process.wait()
+    sealed = json_format.ParseDict(encoded.json()["payloads"][0], Payload())
+    assert sealed.metadata["encryption-key-id"] == b"k1"
+    assert keyless.returncode != 0
+    assert b"no key" in refusal

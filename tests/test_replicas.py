@@ -23,6 +23,10 @@ from tests.wire import RawMcp
 SERVER = "tests/processes/replica_server.py"
 
 
+def http_on(port: int) -> list[str]:
+    return ["--host", "127.0.0.1", "--port", str(port), "--no-banner"]
+
+
 async def poll(front_end: RawMcp, task_id: str, status: str, timeout: float = 30) -> dict[str, Any]:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
@@ -51,8 +55,7 @@ async def test_front_ends_are_stateless_and_workers_share_the_queue(
         front_ends = [
             Process(
                 f"front-end-{name}",
-                [str(BIN / "fastmcp"), "run", SERVER, "--transport", "http"]
-                + ["--host", "127.0.0.1", "--port", str(port), "--no-banner"],
+                [str(BIN / "fastmcp"), "run", SERVER, "--transport", "http", *http_on(port)],
                 {**env, "FASTMCP_TEMPORAL_RUN_WORKER": "false"},
                 tmp_path / f"front-end-{name}.log",
             )

@@ -1,6 +1,9 @@
-"""The task state machine (deterministic workflow code) and its boundary models."""
+"""The task state machine (deterministic workflow code), its boundary models, and
+the helpers a workflow tool uses inside its workflow (``ask``, ``report_progress``,
+``caller``)."""
 
 from fastmcp_temporal.workflows.models import (
+    Caller,
     CallerSnapshot,
     InputDelivery,
     LegOutcome,
@@ -11,8 +14,10 @@ from fastmcp_temporal.workflows.models import (
     TaskView,
 )
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
+from fastmcp_temporal.workflows.tool_helpers import ask, caller, report_progress
 
 __all__ = [
+    "Caller",
     "CallerSnapshot",
     "InputDelivery",
     "LegOutcome",
@@ -23,4 +28,7 @@ __all__ = [
     "TaskStart",
     "TaskStatus",
     "TaskView",
+    "ask",
+    "caller",
+    "report_progress",
 ]

@@ -46,6 +46,55 @@ TASK_STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("McpTaskStatus")
 SEARCH_ATTRIBUTES = (TOOL_NAME_ATTRIBUTE, TASK_STATUS_ATTRIBUTE)
 
 
+#: Workflow tools: the task workflow runs the tool's own workflow as a child,
+#: which asks for input and reports progress by signalling its task.
+BODY_ASK_SIGNAL = "mcp_body_ask"
+BODY_PROGRESS_SIGNAL = "mcp_body_progress"
+BODY_ANSWER_SIGNAL = "mcp_body_answer"
+CALLER_MEMO = "mcp_caller"
+
+
+class Caller(BaseModel):
+    """Who created a task, as a workflow tool sees it (``tool_helpers.caller()``)."""
+
+    task_id: str
+    scope: str | None = None
+    client_id: str | None = None
+    subject: str | None = None
+    scopes: list[str] = Field(default_factory=list)
+
+
+class WorkflowBody(BaseModel):
+    """A workflow tool's body: which workflow to run as the task's child, with what."""
+
+    workflow: str
+    args: list[Any] = Field(default_factory=list)
+    task_queue: str | None = None
+
+
+class BodyAsk(BaseModel):
+    """A workflow tool asks the client for input (child → task signal)."""
+
+    ask_id: str
+    key: str
+    request: dict[str, Any]
+
+
+class BodyProgress(BaseModel):
+    """A workflow tool reports progress (child → task signal)."""
+
+    message: str
+    progress: float | None = None
+    total: float | None = None
+
+
+class BodyOutcome(BaseModel):
+    """How a workflow tool's workflow ended, for the leg that turns it into a result."""
+
+    value: Any = None
+    error: str | None = None
+
+
 class CallerSnapshot(BaseModel):
     """What a leg must know about the caller who created the task.
 
@@ -102,6 +151,8 @@ class TaskStart(BaseModel):
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
     resume: ResumePoint | None = None
+    #: A workflow tool: run this workflow as the task's body instead of legs.
+    body: WorkflowBody | None = None
     #: The start carried the search attributes, so the namespace has them and
     #: the workflow may upsert ``McpTaskStatus`` (an unregistered one would fail
     #: its workflow task). False for tasks started before they existed.
@@ -119,6 +170,8 @@ class LegRequest(BaseModel):
     round: int
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
+    #: Set for a workflow tool's final leg: convert this into the tool's result.
+    body_outcome: BodyOutcome | None = None
 
 
 class LegOutcome(BaseModel):

@@ -28,6 +28,7 @@ from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
+from fastmcp_temporal.workflows.body_workflow import WorkflowBodyRunner
 from fastmcp_temporal.workflows.models import (
     INPUT_SIGNAL,
     TASK_STATUS_ATTRIBUTE,
@@ -35,6 +36,7 @@ from fastmcp_temporal.workflows.models import (
     VIEW_QUERY,
     WORKFLOW_TYPE,
     WORKFLOW_TYPE_PREFIX,
+    BodyOutcome,
     InputDelivery,
     LegOutcome,
     LegRequest,
@@ -55,7 +57,7 @@ FAILED_ERROR_TYPE = "McpTaskFailed"
 _DETAILS_LIMIT = 500
 
 
-class _TaskMachine:
+class _TaskMachine(WorkflowBodyRunner):
     """The task's state machine; the two workflow definitions below only feed it."""
 
     def _setup(self, start: TaskStart) -> None:
@@ -71,6 +73,8 @@ class _TaskMachine:
 
     async def _execute(self, start: TaskStart) -> TaskView:
         try:
+            if start.body is not None:
+                return await self._run_workflow_tool(start)
             return await self._run_rounds(start)
         except asyncio.CancelledError:
             self._transition("cancelled")
@@ -118,12 +122,24 @@ class _TaskMachine:
             }
         )
 
+    async def _run_workflow_tool(self, start: TaskStart) -> TaskView:
+        """A workflow tool: its workflow is the body; one last leg makes the result."""
+        body_outcome = await self._run_body(start)
+        outcome = await self._run_leg(start, 1, None, None, body_outcome=body_outcome)
+        if outcome.kind != "result":
+            self._fail(outcome.error or {"code": INTERNAL_ERROR, "message": "Task failed"})
+        self._result = outcome.result
+        self._transition("completed")
+        return self.view()
+
     async def _run_leg(
         self,
         start: TaskStart,
         round_number: int,
         responses: dict[str, Any] | None,
         request_state: str | None,
+        *,
+        body_outcome: BodyOutcome | None = None,
     ) -> LegOutcome:
         policy = start.leg_policy
         request = LegRequest(
@@ -135,6 +151,7 @@ class _TaskMachine:
             round=round_number,
             input_responses=responses,
             request_state=request_state,
+            body_outcome=body_outcome,
         )
         workflow.set_current_details(
             f"Running **{start.tool_name}**, leg {round_number}. Its latest progress message "
@@ -257,8 +274,6 @@ class _TaskMachine:
     def _transition(self, status: TaskStatus) -> None:
         changed = status != self._status
         self._status = status
-        if status == "input_required":
-            self._status_message = None
         if changed and self._start.search_attributes:
             workflow.upsert_search_attributes([TASK_STATUS_ATTRIBUTE.value_set(status)])
         if status != "working":

@@ -1,0 +1,30 @@
+"""Drive the research agent: the client approves the plan when asked.
+
+.venv/bin/python -m examples.research_agent.client           # runs the server in process
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import fastmcp_tasks  # noqa: F401  (the client half of the tasks extension)
+from fastmcp import Client
+from fastmcp.client.elicitation import ElicitResult
+
+from examples.research_agent.server import mcp
+
+
+async def approve(message: str, response_type: Any, params: Any, context: Any) -> ElicitResult:
+    print(f"agent asks: {message} -> yes")
+    return ElicitResult(action="accept", content={"approve": True})
+
+
+async def main() -> None:
+    async with Client(mcp, elicitation_handler=approve) as client:
+        result = await client.call_tool("research_agent", {"topic": "durable execution"})
+        print(result.structured_content)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,175 @@
+"""Workflow tools: a Temporal workflow class served as an MCP task tool.
+
+The tool's schema comes from the workflow's ``run``; its workflow runs as the
+task's body, asks the client through ``ask``, reports through
+``report_progress``, and survives a worker crash between its steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fastmcp import Client, FastMCP
+from fastmcp.client.elicitation import ElicitResult
+from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from fastmcp_tasks import call_tool_task
+from fastmcp_tasks.client import _send_update
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
+
+from fastmcp_temporal import (
+    DevServer,
+    LegPolicy,
+    McpTasksPlugin,
+    TemporalTasks,
+    workflow_tool,
+    workflow_tool_parts,
+)
+from tests.conftest import http_client
+from tests.processes.agent_server import mcp as agent_server
+from tests.processes.agent_workflows import GreeterAgent, logged_step
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def greeter_server(extension: TemporalTasks, **options: Any) -> FastMCP:
+    mcp = FastMCP("greeter", **options)
+    mcp.add_extension(extension)
+    mcp.add_tool(workflow_tool(GreeterAgent, activities=[logged_step]))
+    return mcp
+
+
+async def test_the_tool_schema_comes_from_the_workflow(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    server = greeter_server(temporal_tasks())
+    async with Client(server) as client:
+        (tool,) = await client.list_tools()
+    assert tool.name == "greeter_agent"
+    assert tool.description is not None
+    assert tool.description.startswith("Greet someone after asking for their name")
+    assert tool.input_schema["required"] == ["marker_dir"]
+    assert tool.input_schema["properties"]["salutation"]["default"] == "Hello"
+    assert tool.output_schema is not None
+    assert set(tool.output_schema["properties"]) == {"greeting", "asked_by", "steps"}
+    registered = await server.get_tool("greeter_agent")
+    assert registered is not None and registered.task_config.mode == "required"
+
+
+async def test_a_full_run_with_input_over_http(
+    temporal_tasks: Callable[..., TemporalTasks], tmp_path: Path
+) -> None:
+    verifier = StaticTokenVerifier(tokens={"t": {"client_id": "app", "sub": "ada", "scopes": []}})
+    server = greeter_server(temporal_tasks(), auth=verifier)
+    (tmp_path / "release").write_text("")
+    asked: list[str] = []
+
+    async def answer(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        asked.append(message)
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with http_client(server, auth="t", elicitation_handler=answer) as client:
+        task = await call_tool_task(client, "greeter_agent", {"marker_dir": str(tmp_path)})
+        parked = await task.wait(state="input_required", timeout=30)
+        assert parked.status_message == "asking for a name"
+        (key,) = parked.input_requests
+        assert key.endswith(".name")
+        result = await task.result()
+    assert asked == ["Your name?"]
+    assert result.structured_content == {
+        "greeting": "Hello, Ada!",
+        "asked_by": "ada",
+        "steps": ["first", "wait"],
+    }
+
+
+async def test_a_worker_crash_between_steps_does_not_rerun_finished_steps(
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    front_end = FastMCP("front-end")
+    front_end.add_extension(
+        TemporalTasks(
+            client=temporal_client,
+            task_queue=task_queue,
+            run_worker=False,
+            leg_policy=LegPolicy(heartbeat_timeout_s=2),
+        )
+    )
+    front_end.mount(agent_server)
+    args = ["tests.processes.worker", temporal_server.address, task_queue]
+    process = subprocess.Popen(
+        [sys.executable, "-m", *args, "tests.processes.agent_server"],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    try:
+        async with Client(front_end) as client:
+            task = await call_tool_task(client, "greeter_agent", {"marker_dir": str(tmp_path)})
+            (key,) = (await task.wait(state="input_required", timeout=30)).input_requests
+            await _send_update(
+                client.session, task.task_id, {key: {"action": "accept", "content": {"name": "B"}}}
+            )
+            await _eventually(lambda: "wait" in _runs(tmp_path))
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            (tmp_path / "release").write_text("")
+            workflows, activities = await workflow_tool_parts(agent_server)
+            plugin = McpTasksPlugin(agent_server, workflows=workflows, activities=activities)
+            async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
+                final = await task.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert final.status == "completed" and final.result is not None
+    assert final.result["structuredContent"]["greeting"] == "Hello, B!"
+    assert _runs(tmp_path) == ["first", "wait", "wait"], "the finished step ran once"
+
+
+async def test_cancelling_the_task_cancels_the_workflow_and_its_activity(
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    tmp_path: Path,
+) -> None:
+    async with Client(greeter_server(temporal_tasks())) as client:
+        task = await call_tool_task(
+            client, "greeter_agent", {"marker_dir": str(tmp_path)}, raise_on_error=False
+        )
+        (key,) = (await task.wait(state="input_required", timeout=30)).input_requests
+        await _send_update(
+            client.session, task.task_id, {key: {"action": "accept", "content": {"name": "C"}}}
+        )
+        await _eventually(lambda: "wait" in _runs(tmp_path))
+        await task.cancel()
+        final = await task.wait(timeout=30)
+        assert final.status == "cancelled"
+        body = temporal_client.get_workflow_handle(f"mcp-anon-{task.task_id}-body")
+        for _ in range(200):
+            description = await body.describe()
+            if description.status is not None and description.status.name == "CANCELED":
+                break
+            await asyncio.sleep(0.05)
+        assert description.status is not None and description.status.name == "CANCELED"
+        await _eventually(lambda: _runs(tmp_path)[-1:] == ["cancelled"])
+
+
+def _runs(marker_dir: Path) -> list[str]:
+    log = marker_dir / "runs.log"
+    return log.read_text().split() if log.exists() else []
+
+
+async def _eventually(predicate: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
+        await asyncio.sleep(0.05)

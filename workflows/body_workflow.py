@@ -1,0 +1,107 @@
+"""The task side of a workflow tool: run the tool's workflow as a child.
+
+For a workflow tool the task workflow runs no tool legs. It starts the tool's
+own workflow as a child (id ``<task workflow id>-body``), turns the child's
+``ask`` signals into outstanding input requests under keys it mints, forwards
+``tasks/update`` answers back to the child, shows the child's progress as the
+``statusMessage``, and -- once the child returns -- runs one final leg that
+converts the return value into the ``CallToolResult`` FastMCP would produce.
+
+Cancelling the task cancels the child (parent-close policy ``REQUEST_CANCEL``),
+and through its heartbeats, the child's running activities.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ChildWorkflowError
+
+from fastmcp_temporal.workflows.models import (
+    BODY_ANSWER_SIGNAL,
+    BODY_ASK_SIGNAL,
+    BODY_PROGRESS_SIGNAL,
+    CALLER_MEMO,
+    BodyAsk,
+    BodyOutcome,
+    BodyProgress,
+    Caller,
+    TaskStart,
+)
+
+
+class WorkflowBodyRunner:
+    """Mixed into the task state machine; uses its ``_outstanding``/``_answers``."""
+
+    _outstanding: dict[str, tuple[str, dict[str, Any]]]
+    _answers: dict[str, dict[str, Any]]
+    _status: str
+    _status_message: str | None
+    _body_asks: int = 0
+
+    def _transition(self, status: Any) -> None:  # provided by the state machine
+        raise NotImplementedError
+
+    def _touch(self) -> None:  # provided by the state machine
+        raise NotImplementedError
+
+    @workflow.signal(name=BODY_ASK_SIGNAL)
+    def _on_body_ask(self, ask: BodyAsk) -> None:
+        self._body_asks += 1
+        self._outstanding[f"{self._body_asks}.{ask.key}"] = (ask.ask_id, ask.request)
+        if self._status == "input_required":
+            self._touch()
+        elif self._status == "working":
+            self._transition("input_required")
+
+    @workflow.signal(name=BODY_PROGRESS_SIGNAL)
+    def _on_body_progress(self, progress: BodyProgress) -> None:
+        if self._status in ("working", "input_required"):
+            self._status_message = progress.message
+            self._touch()
+
+    async def _run_body(self, start: TaskStart) -> BodyOutcome:
+        """Run the child to its end, relaying input both ways; return how it ended."""
+        assert start.body is not None
+        info = workflow.info()
+        child = await workflow.start_child_workflow(
+            start.body.workflow,
+            args=start.body.args,
+            id=f"{info.workflow_id}-body",
+            task_queue=start.body.task_queue or info.task_queue,
+            memo={CALLER_MEMO: _caller(start).model_dump(mode="json")},
+            parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+            static_summary=f"Workflow tool {start.tool_name} · task {start.task_id}",
+        )
+        while True:
+            await workflow.wait_condition(lambda: child.done() or bool(self._answers))
+            if self._answers:
+                answers, self._answers = self._answers, {}
+                await child.signal(BODY_ANSWER_SIGNAL, answers)
+                if not self._outstanding and self._status == "input_required":
+                    self._transition("working")
+                continue
+            break
+        try:
+            return BodyOutcome(value=await child)
+        except ChildWorkflowError as err:
+            cause = err.cause if err.cause is not None else err
+            return BodyOutcome(error=str(cause) or type(cause).__name__)
+
+
+def _caller(start: TaskStart) -> Caller:
+    """The caller's identity from the token captured at creation (no I/O)."""
+    token = json.loads(start.caller.access_token_json) if start.caller.access_token_json else {}
+    claims = token.get("claims") or {}
+    client_id = token.get("client_id")
+    subject = claims.get("sub")
+    scope = f"{client_id}|{subject}" if client_id and subject else client_id
+    return Caller(
+        task_id=start.task_id,
+        scope=scope,
+        client_id=client_id,
+        subject=subject,
+        scopes=list(token.get("scopes") or []),
+    )
