@@ -165,7 +165,7 @@ def secret_server(markers: Markers, tasks: TemporalTasks) -> FastMCP:
     mcp.add_extension(tasks)
 
     @mcp.tool(task=True)
-    async def vault(secret: str, ctx: Context) -> str:
+    async def vault(dataset: str, ctx: Context) -> str:
         answer = (ctx.input_responses or {}).get("pin")
         if not isinstance(answer, mcp_types.ElicitResult) or not answer.content:
             return mcp_types.InputRequiredResult(  # type: ignore[return-value]
@@ -181,11 +181,11 @@ def secret_server(markers: Markers, tasks: TemporalTasks) -> FastMCP:
                     )
                 }
             )
-        return f"{markers.result} for {secret} and {answer.content['pin']}"
+        return f"{markers.result} for {dataset} and {answer.content['pin']}"
 
     @mcp.tool(task=True)
-    async def refuse(secret: str) -> str:
-        raise MCPError(code=-32000, message=f"{markers.failure} ({secret})")
+    async def refuse(dataset: str) -> str:
+        raise MCPError(code=-32000, message=f"{markers.failure} ({dataset})")
 
     return mcp
 
@@ -199,10 +199,10 @@ async def run_secret_tasks(mcp: FastMCP, markers: Markers) -> list[str]:
     async with run_server_async(mcp) as url:
         transport = StreamableHttpTransport(url, headers={"X-Tenant": markers.header})
         async with Client(transport, auth=markers.token, elicitation_handler=answer) as client:
-            vault = await call_tool_task(client, "vault", {"secret": markers.argument})
+            vault = await call_tool_task(client, "vault", {"dataset": markers.argument})
             assert markers.result in str((await vault.result()).data)
             refuse = await call_tool_task(
-                client, "refuse", {"secret": markers.argument}, raise_on_error=False
+                client, "refuse", {"dataset": markers.argument}, raise_on_error=False
             )
             failed = await refuse.wait(state="failed", timeout=20)
             assert markers.failure in (failed.status_message or "")
@@ -253,6 +253,11 @@ def readable_text(cli_json: str) -> str:
 async def test_history_holds_no_plaintext_when_a_key_is_set(
     encrypted: bool, temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str
 ) -> None:
+    """No marker anywhere in the stored bytes, nor in what the CLI shows.
+
+    The argument is named ``dataset`` so the UI's call preview shows its value
+    (it hides credential-like names): the static summary is covered too.
+    """
     markers = Markers()
     tasks = TemporalTasks(
         address=temporal_server.address,
