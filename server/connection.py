@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -141,3 +143,15 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
         "profile": args.profile,
         "config_file": args.config_file,
     }
+
+
+def exit_now(code: int) -> int:
+    """End a CLI process here, skipping interpreter finalization.
+
+    temporalio 1.35 can crash while the interpreter finalizes after a client
+    was used (``PyGILState_Release``, temporalio/sdk-python#300): an operator's
+    ``tasks list`` or a worker's clean SIGTERM must not exit with a core dump.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

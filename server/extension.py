@@ -111,7 +111,8 @@ class TemporalTasks(ServerExtension):
         run_worker: Run a worker in this process; off for stateless front ends.
             Default ``FASTMCP_TEMPORAL_RUN_WORKER`` (true unless "false"/"0").
         tracing: OpenTelemetry: one trace from ``tools/call`` into the workflow
-            and its legs (the ``otel`` extra; see ``telemetry``).
+            and its legs (the ``otel`` extra; see ``telemetry``). With
+            ``client=``, connect that client with ``telemetry.plugins()``.
         client: An already-connected client. Its converter must be pydantic-based
             and, for encryption, carry the codec: build it with
             ``fastmcp_temporal.server.codec.task_data_converter(key)``.

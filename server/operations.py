@@ -31,6 +31,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server import connection, visibility
 from fastmcp_temporal.server.codec import task_data_converter
+from fastmcp_temporal.server.connection import exit_now
 from fastmcp_temporal.server.engine import TaskEngine, workflow_id_for
 from fastmcp_temporal.workflows.models import (
     TASK_STATUS_ATTRIBUTE,
@@ -177,7 +178,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _run(args: argparse.Namespace) -> int:
-    return asyncio.run(_main(args))
+    return exit_now(asyncio.run(_main(args)))
 
 
 async def _main(args: argparse.Namespace) -> int:

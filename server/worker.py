@@ -35,6 +35,7 @@ from fastmcp.utilities.mcp_server_config.v1.sources.filesystem import FileSystem
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 
 from fastmcp_temporal.server import connection
+from fastmcp_temporal.server.connection import exit_now
 from fastmcp_temporal.server.extension import TemporalTasks
 
 logger = logging.getLogger(__name__)
@@ -116,4 +117,4 @@ def _run(args: argparse.Namespace) -> int:
             connection_overrides=connection.overrides_from(args),
         )
     )
-    return 0
+    return exit_now(0)

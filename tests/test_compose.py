@@ -1,0 +1,94 @@
+"""``docker-compose.yml`` is a valid Compose file with the deployment the README documents.
+
+There is no Docker engine here, so the file is validated the way Compose itself
+reads it (``docker compose config``, or the standalone ``docker-compose``),
+then the resolved services are checked: Temporal on PostgreSQL, the Web UI, the
+one-shot search-attribute registration, a stateless MCP front end, two workers,
+and the codec server behind the ``encryption`` profile.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def compose_command() -> list[str] | None:
+    docker = shutil.which("docker")
+    if docker is not None:
+        probe = subprocess.run([docker, "compose", "version"], capture_output=True, timeout=30)
+        if probe.returncode == 0:
+            return [docker, "compose"]
+    standalone = shutil.which("docker-compose")
+    return [standalone] if standalone else None
+
+
+COMPOSE = compose_command()
+pytestmark = pytest.mark.skipif(
+    COMPOSE is None,
+    reason="neither `docker compose` nor `docker-compose` is installed "
+    "(Debian: apt-get install -y docker-compose; .ci/run does it)",
+)
+
+
+def resolved(*args: str) -> dict[str, Any]:
+    assert COMPOSE is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTMCP_TEMPORAL_")}
+    done = subprocess.run(
+        [*COMPOSE, "-f", str(ROOT / "docker-compose.yml"), *args, "config"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load(done.stdout)
+
+
+def test_compose_file_validates_and_describes_the_deployment() -> None:
+    services = resolved("--profile", "encryption")["services"]
+    assert {
+        "postgresql",
+        "temporal",
+        "temporal-ui",
+        "search-attributes",
+        "mcp-server",
+        "worker-1",
+        "worker-2",
+        "codec-server",
+    } <= set(services)
+    assert services["postgresql"]["image"].startswith("postgres:")
+    temporal = services["temporal"]
+    assert temporal["image"].startswith("temporalio/auto-setup:")
+    assert temporal["environment"]["DB"] == "postgres12"
+    assert services["temporal-ui"]["image"].startswith("temporalio/ui:")
+
+    registration = " ".join(services["search-attributes"]["command"])
+    assert "McpToolName" in registration and "McpTaskStatus" in registration
+
+    front_end = services["mcp-server"]
+    assert front_end["environment"]["FASTMCP_TEMPORAL_RUN_WORKER"] == "false"
+    assert front_end["depends_on"]["search-attributes"]["condition"] == (
+        "service_completed_successfully"
+    )
+    for name in ("worker-1", "worker-2"):
+        worker = services[name]
+        assert worker["command"][:3] == ["fastmcp-temporal", "worker", "examples/demo_server.py"]
+        assert worker["environment"]["TEMPORAL_ADDRESS"] == "temporal:7233"
+        assert "FASTMCP_TEMPORAL_RUN_WORKER" not in worker["environment"]
+    assert services["codec-server"]["command"][:2] == ["fastmcp-temporal", "codec-server"]
+    assert (ROOT / "examples" / "demo_server.py").exists()
+
+
+def test_the_codec_server_only_runs_with_the_encryption_profile() -> None:
+    plain = resolved()["services"]
+    assert "codec-server" not in plain or plain["codec-server"].get("profiles") == ["encryption"]
