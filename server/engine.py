@@ -66,6 +66,8 @@ from fastmcp_temporal.workflows.task_workflow import (
     TASK_EXPIRED,
 )
 
+#: Temporal rejects payloads of 2 MB or more; leave room for the codec's envelope.
+MAX_START_BYTES = 1_900_000
 #: How long a task that finished after its TTL stays readable.
 FINISHED_GRACE = timedelta(minutes=1)
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
@@ -154,6 +156,7 @@ class TaskEngine:
             request_state=request_state,
             body=body,
         )
+        self._check_payload_size(start)
         initial = TaskView(
             task_id=task_id,
             status="working",
@@ -178,6 +181,16 @@ class TaskEngine:
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_interval_ms,
         )
+
+    def _check_payload_size(self, start: TaskStart) -> None:
+        """Reject a call whose task input Temporal would refuse, before starting anything."""
+        (payload,) = self.client.data_converter.payload_converter.to_payloads([start])
+        size = payload.ByteSize()
+        if size >= MAX_START_BYTES:
+            raise invalid_params(
+                f"The tool arguments are too large for a durable task ({size} bytes; "
+                "Temporal's payload limit is 2 MB). Pass a reference to the data instead."
+            )
 
     # -- tasks/get ------------------------------------------------------------
 
