@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from fastmcp import FastMCP
 from fastmcp.exceptions import ValidationError
 from fastmcp.server.context import Context, _log_level_session_key
 from fastmcp.server.dependencies import (
@@ -26,6 +27,7 @@ from fastmcp.server.dependencies import (
     get_http_headers,
     without_injected_parameters,
 )
+from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.tools.base import Tool
 from fastmcp.tools.function_tool import (
     FunctionTool,
@@ -36,8 +38,12 @@ from fastmcp.tools.function_tool import (
 from fastmcp.utilities.types import get_cached_typeadapter
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import to_jsonable_python
 
-from fastmcp_temporal.workflows.models import CallerSnapshot
+from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.wire import CreateTaskResult
+from fastmcp_temporal.server.workflow_tools import spec_for
+from fastmcp_temporal.workflows.models import CallerSnapshot, WorkflowBody
 
 #: Headers that carry credentials. The caller's token travels as the access
 #: token itself; raw credentials are not copied into the task's history.
@@ -136,3 +142,37 @@ def _declared_extensions(context: Context) -> list[str]:
         return []
     extensions = getattr(getattr(params, "capabilities", None), "extensions", None)
     return sorted(extensions or {})
+
+
+async def create_task(
+    engine: TaskEngine, tool: Tool, arguments: dict[str, Any], context: Context
+) -> CreateTaskResult:
+    """Validate, capture the caller, and start the task's workflow."""
+    component = await registered_component(context.fastmcp, tool)
+    validated = validate_arguments(component, arguments)
+    body: WorkflowBody | None = None
+    if (spec := spec_for(component)) is not None and validated is not None:
+        body = WorkflowBody(
+            workflow=spec.workflow_name,
+            args=[to_jsonable_python(validated[name]) for name in spec.parameters],
+            task_queue=spec.task_queue,
+        )
+    return await engine.start(
+        scope=task_scope(),
+        tool_name=tool.name,
+        tool_version=tool.version,
+        arguments=arguments,
+        poll_interval_ms=int(tool.task_config.poll_interval.total_seconds() * 1000),
+        caller=capture_caller(context),
+        body=body,
+    )
+
+
+async def registered_component(server: FastMCP, tool: Tool) -> Tool:
+    """The component ``get_tasks()`` registers for ``tool`` (unwraps mounted tools)."""
+    if not isinstance(tool, FastMCPProviderTool):
+        return tool
+    for component in await server.get_tasks():
+        if isinstance(component, Tool) and component.key == tool.key:
+            return component
+    return tool

@@ -3,9 +3,9 @@
 | MCP                        | Temporal                                              |
 |----------------------------|-------------------------------------------------------|
 | ``tools/call`` -> task     | ``start_workflow`` (returns once the start is durable) |
-| ``tasks/get`` (open)       | query ``mcp_task`` (+ ``describe`` for leg progress)   |
-| ``tasks/get`` (closed)     | rejected query -> the workflow's result / failure      |
-| ``tasks/get`` (no worker)  | ``describe``: memo written on every state change       |
+| ``tasks/get`` (open)       | ``describe``: memo of the last state change + the leg's |
+|                            | heartbeat; query ``mcp_task`` while a change is pending |
+| ``tasks/get`` (closed)     | the workflow's result / failure (``task_records``)      |
 | ``tasks/update``           | signal ``mcp_input`` (durable when the RPC returns)    |
 | ``tasks/cancel``           | workflow cancellation                                  |
 
@@ -25,23 +25,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import mcp_types
-from fastmcp.utilities.tasks import DEFAULT_POLL_INTERVAL
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
-    WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
 )
 from temporalio.common import QueryRejectCondition
-from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
 from fastmcp_temporal.server.starter import ToolOptions, WorkflowStarter
+from fastmcp_temporal.server.task_records import TaskRecords
 from fastmcp_temporal.server.wire import (
     CreateTaskResult,
     GetTaskResult,
@@ -60,16 +57,11 @@ from fastmcp_temporal.workflows.models import (
     WorkflowBody,
 )
 from fastmcp_temporal.workflows.task_workflow import (
-    FAILED_ERROR_TYPE,
-    INTERNAL_ERROR,
     MEMO_KEY,
-    TASK_EXPIRED,
 )
 
 #: Temporal rejects payloads of 2 MB or more; leave room for the codec's envelope.
 MAX_START_BYTES = 1_900_000
-#: How long a task that finished after its TTL stays readable.
-FINISHED_GRACE = timedelta(minutes=1)
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 _RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
     "elicitation/create": TypeAdapter(mcp_types.ElicitResult),
@@ -116,6 +108,7 @@ class TaskEngine:
         self.query_timeout = query_timeout
         self.leg_policy = leg_policy
         self.max_rounds = max_rounds
+        self.records = TaskRecords(client, ttl_ms=ttl_ms, query_timeout=query_timeout)
 
     # -- creation -------------------------------------------------------------
 
@@ -213,7 +206,7 @@ class TaskEngine:
                 raise task_not_found(task_id) from None
             raise
         if description.status != WorkflowExecutionStatus.RUNNING:
-            return await self._closed_view(task_id, handle, description.status, description)
+            return await self.records.closed_view(task_id, handle, description.status, description)
         view: TaskView | None = None
         if description.raw_description.HasField("pending_workflow_task"):
             try:
@@ -224,145 +217,18 @@ class TaskEngine:
                     rpc_timeout=self.query_timeout,
                 )
             except WorkflowQueryRejectedError as rejected:  # it closed meanwhile
-                return await self._closed_view(task_id, handle, rejected.status)
+                return await self.records.closed_view(task_id, handle, rejected.status)
             except (RPCError, WorkflowQueryFailedError):
                 # No worker could answer in time (or it could not decrypt the
                 # task): the memo still has the last state change.
                 view = None
         if view is None:
-            view = await self._memo_view(task_id, description)
+            view = await self.records.memo_view(task_id, description)
         if view.status == "working":
-            return GetTaskResult.from_view(view, await self._leg_progress(handle, description))
+            return GetTaskResult.from_view(
+                view, await self.records.leg_progress(handle, description)
+            )
         return GetTaskResult.from_view(view)
-
-    async def _closed_view(
-        self,
-        task_id: str,
-        handle: WorkflowHandle[Any, TaskView],
-        status: Any,
-        description: Any = None,
-    ) -> GetTaskResult:
-        if status == WorkflowExecutionStatus.COMPLETED:
-            view = await handle.result(rpc_timeout=self.query_timeout)
-            return self._unless_expired(task_id, GetTaskResult.from_view(view))
-        if description is None:
-            description = await handle.describe(rpc_timeout=self.query_timeout)
-        memo_view = await self._memo_view(task_id, description, closed=True)
-        closed_at = description.close_time or datetime.now(UTC)
-        if status == WorkflowExecutionStatus.CANCELED:
-            view = memo_view.model_copy(
-                update={"status": "cancelled", "last_updated_at": closed_at, "input_requests": None}
-            )
-        elif status == WorkflowExecutionStatus.FAILED:
-            view = await self._failed_view(handle, memo_view, closed_at)
-        else:
-            error = {"code": INTERNAL_ERROR, "message": "Task ended by the operator"}
-            message = f"Task ended by the operator ({status.name.lower()})"
-            if status == WorkflowExecutionStatus.TIMED_OUT:  # still running at its TTL
-                message = "Task expired: still running at the end of its TTL"
-                error = {"code": TASK_EXPIRED, "message": message}
-            view = memo_view.model_copy(
-                update={
-                    "status": "failed",
-                    "last_updated_at": closed_at,
-                    "status_message": message,
-                    "error": error,
-                    "input_requests": None,
-                }
-            )
-        return self._unless_expired(task_id, GetTaskResult.from_view(view))
-
-    async def _failed_view(
-        self, handle: WorkflowHandle[Any, TaskView], memo_view: TaskView, closed_at: datetime
-    ) -> TaskView:
-        message = "Task failed"
-        try:
-            await handle.result(rpc_timeout=self.query_timeout)
-        except WorkflowFailureError as failure:
-            cause = failure.cause
-            if (
-                isinstance(cause, ApplicationError)
-                and cause.type == FAILED_ERROR_TYPE
-                and cause.details
-            ):
-                return TaskView.model_validate(cause.details[0])
-            if isinstance(cause, ApplicationError) and cause.type == UNDECRYPTABLE_ERROR_TYPE:
-                message = cause.message  # a worker failed it closed; the reason names key ids
-        except PayloadDecryptionError as err:
-            message = f"Task failed; this server cannot read why. {err.message}"
-        return memo_view.model_copy(
-            update={
-                "status": "failed",
-                "last_updated_at": closed_at,
-                "status_message": message,
-                "error": {"code": INTERNAL_ERROR, "message": message},
-                "input_requests": None,
-            }
-        )
-
-    async def _memo_view(self, task_id: str, description: Any, *, closed: bool = False) -> TaskView:
-        try:
-            memo = await description.memo()
-        except PayloadDecryptionError:
-            if not closed:
-                raise
-            # Encrypted under a key this server lacks: a closed task still reports
-            # how it ended, on Temporal's own timestamps.
-            return TaskView(
-                task_id=task_id,
-                status="working",
-                created_at=description.start_time,
-                last_updated_at=description.start_time,
-                ttl_ms=self.ttl_ms,
-                poll_interval_ms=int(DEFAULT_POLL_INTERVAL.total_seconds() * 1000),
-            )
-        return TaskView.model_validate(memo[MEMO_KEY])
-
-    async def _leg_progress(
-        self, handle: WorkflowHandle[Any, TaskView], description: Any = None
-    ) -> str | None:
-        """The running leg's latest progress message, from its heartbeat details."""
-        if description is None:
-            try:
-                description = await handle.describe(rpc_timeout=self.query_timeout)
-            except RPCError:
-                return None
-        pending = description.raw_description.pending_activities
-        if not pending:
-            return None
-        leg = pending[0]
-        if leg.attempt > 1 and leg.HasField("last_failure"):
-            # Decoded: with encryption the message sits in encrypted attributes.
-            try:
-                failure = await self.client.data_converter.decode_failure(leg.last_failure)
-                reason = failure.message if isinstance(failure, FailureError) else str(failure)
-            except PayloadDecryptionError as err:
-                reason = err.message
-            return f"Retrying (attempt {leg.attempt}): {reason}"
-        if not leg.heartbeat_details.payloads:
-            return None
-        (details,) = await self.client.data_converter.decode(
-            list(leg.heartbeat_details.payloads)[:1], [dict]
-        )
-        message = details.get("message") if isinstance(details, dict) else None
-        return message if isinstance(message, str) else None
-
-    def _unless_expired(self, task_id: str, result: GetTaskResult) -> GetTaskResult:
-        """A finished task past its TTL no longer exists for clients.
-
-        It expires at ``createdAt + ttlMs``, or -- when it finished later than
-        that (a long run, or a parked task that its TTL ended) -- one
-        ``FINISHED_GRACE`` after it finished, so a polling client still sees
-        how it ended.
-        """
-        if result.ttl_ms is None:
-            return result
-        created = datetime.fromisoformat(result.created_at.replace("Z", "+00:00"))
-        finished = datetime.fromisoformat(result.last_updated_at.replace("Z", "+00:00"))
-        expires = max(created + timedelta(milliseconds=result.ttl_ms), finished + FINISHED_GRACE)
-        if datetime.now(UTC) > expires:
-            raise task_not_found(task_id)
-        return result
 
     # -- tasks/update ---------------------------------------------------------
 
@@ -381,9 +247,9 @@ class TaskEngine:
                 raise task_not_found(task_id) from None
             raise
         if description.status != WorkflowExecutionStatus.RUNNING:
-            await self._closed_view(task_id, handle, description.status)  # expiry check
+            await self.records.closed_view(task_id, handle, description.status)  # expiry check
             return
-        view = await self._memo_view(task_id, description)
+        view = await self.records.memo_view(task_id, description)
         outstanding = (view.input_requests or {}) if view.status == "input_required" else {}
         accepted: dict[str, dict[str, Any]] = {}
         for key, value in responses.items():

@@ -46,8 +46,6 @@ from fastmcp.server.extensions import (
     ServerExtension,
     read_client_extension_settings,
 )
-from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
-from fastmcp.tools.base import Tool
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 from fastmcp.utilities.versions import VersionSpec
 from mcp.server.context import ServerRequestContext
@@ -55,7 +53,6 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic_core import to_jsonable_python
 from temporalio.client import Client
 from temporalio.service import TLSConfig
 from temporalio.worker import Worker
@@ -66,21 +63,20 @@ from fastmcp_temporal.activities.progress import (
 )
 from fastmcp_temporal.server import connection, mrtr, telemetry, wire_production
 from fastmcp_temporal.server.codec import task_data_converter
-from fastmcp_temporal.server.creation import capture_caller, task_scope, validate_arguments
+from fastmcp_temporal.server.creation import create_task, task_scope
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.plugin import McpTasksPlugin
 from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.wire import (
     AckResult,
-    CreateTaskResult,
     GetTaskResult,
     TaskIdParams,
     UpdateTaskParams,
     missing_capability,
 )
-from fastmcp_temporal.server.workflow_tools import spec_for, workflow_tool_parts
-from fastmcp_temporal.workflows.models import LegPolicy, WorkflowBody
+from fastmcp_temporal.server.workflow_tools import workflow_tool_parts
+from fastmcp_temporal.workflows.models import LegPolicy
 
 if TYPE_CHECKING:
     import mcp_types
@@ -314,51 +310,10 @@ class TemporalTasks(ServerExtension):
         if not opted_in:
             return await call_next()
         if tool.name in self._mrtr_first_tools:
-            return await self._create_task_mrtr_first(tool, params, context)
-        return await self._create_task(tool, dict(params.arguments or {}), context)
-
-    async def _create_task(
-        self, tool: Tool, arguments: dict[str, Any], context: Context
-    ) -> CreateTaskResult:
-        component = await _registered_component(context.fastmcp, tool)
-        validated = validate_arguments(component, arguments)
-        body: WorkflowBody | None = None
-        if (spec := spec_for(component)) is not None and validated is not None:
-            body = WorkflowBody(
-                workflow=spec.workflow_name,
-                args=[to_jsonable_python(validated[name]) for name in spec.parameters],
-                task_queue=spec.task_queue,
+            return await mrtr.create_task_mrtr_first(
+                self.engine, tool, params, context, window=self._mrtr_window
             )
-        return await self.engine.start(
-            scope=task_scope(),
-            tool_name=tool.name,
-            tool_version=tool.version,
-            arguments=arguments,
-            poll_interval_ms=int(tool.task_config.poll_interval.total_seconds() * 1000),
-            caller=capture_caller(context),
-            body=body,
-        )
-
-    async def _create_task_mrtr_first(
-        self, tool: Tool, params: mcp_types.CallToolRequestParams, context: Context
-    ) -> ToolCallOutcome:
-        request_state = context.request_state
-        if request_state is not None and mrtr.is_ours(request_state):
-            return await mrtr.later_round(
-                self.engine,
-                request_state,
-                context.input_responses,
-                scope=task_scope(),
-                tool_name=tool.name,
-            )
-        created = await self._create_task(tool, dict(params.arguments or {}), context)
-        return await mrtr.first_round(
-            self.engine,
-            created,
-            scope=task_scope(),
-            tool_name=tool.name,
-            window=self._mrtr_window,
-        )
+        return await create_task(self.engine, tool, dict(params.arguments or {}), context)
 
     # -- lifespan -------------------------------------------------------------
 
@@ -429,13 +384,3 @@ class TemporalTasks(ServerExtension):
             data_converter=task_data_converter(self._encryption_key),
             plugins=telemetry.plugins() if self._tracing else (),
         )
-
-
-async def _registered_component(server: Any, tool: Tool) -> Tool:
-    """The component ``get_tasks()`` registers for ``tool`` (unwraps mounted tools)."""
-    if not isinstance(tool, FastMCPProviderTool):
-        return tool
-    for component in await server.get_tasks():
-        if isinstance(component, Tool) and component.key == tool.key:
-            return component
-    return tool

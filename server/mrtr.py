@@ -31,9 +31,11 @@ from datetime import timedelta
 from typing import Any
 
 import mcp_types
-from fastmcp.tools.base import InputRequiredToolResult, ToolResult
+from fastmcp import Context
+from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from fastmcp_temporal.server.creation import create_task, task_scope
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.wire import CreateTaskResult, GetTaskResult, invalid_params
 
@@ -135,4 +137,24 @@ async def later_round(
         last_updated_at=view.last_updated_at,
         ttl_ms=view.ttl_ms,
         poll_interval_ms=view.poll_interval_ms,
+    )
+
+
+async def create_task_mrtr_first(
+    engine: TaskEngine,
+    tool: Tool,
+    params: mcp_types.CallToolRequestParams,
+    context: Context,
+    *,
+    window: timedelta,
+) -> CreateTaskResult | ToolResult:
+    """``tools/call`` for a tool in ``mrtr_first_tools``: round one or a later round."""
+    request_state = context.request_state
+    if request_state is not None and is_ours(request_state):
+        return await later_round(
+            engine, request_state, context.input_responses, scope=task_scope(), tool_name=tool.name
+        )
+    created = await create_task(engine, tool, dict(params.arguments or {}), context)
+    return await first_round(
+        engine, created, scope=task_scope(), tool_name=tool.name, window=window
     )

@@ -1,0 +1,170 @@
+"""Reading a task from Temporal's records: closed tasks, memos, leg progress, expiry.
+
+``TaskEngine.get`` answers an open task from its memo or its query; everything
+else a ``tasks/get`` may need comes from here: how a closed workflow maps to a
+finished task (completed → its result; failed → the view its failure carries;
+cancelled, terminated and timed out → built from the memo and Temporal's close
+time), what the running leg last reported in its heartbeat, and when a finished
+task stops being readable.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fastmcp.utilities.tasks import DEFAULT_POLL_INTERVAL
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError, FailureError
+from temporalio.service import RPCError
+
+from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
+from fastmcp_temporal.server.wire import GetTaskResult, task_not_found
+from fastmcp_temporal.workflows.models import TaskView
+from fastmcp_temporal.workflows.task_workflow import (
+    FAILED_ERROR_TYPE,
+    INTERNAL_ERROR,
+    MEMO_KEY,
+    TASK_EXPIRED,
+)
+
+#: How long a task that finished after its TTL stays readable.
+FINISHED_GRACE = timedelta(minutes=1)
+
+
+class TaskRecords:
+    """What Temporal's records say about one task, in SEP-2663 terms."""
+
+    def __init__(self, client: Client, *, ttl_ms: int, query_timeout: timedelta) -> None:
+        self.client = client
+        self.ttl_ms = ttl_ms
+        self.query_timeout = query_timeout
+
+    async def closed_view(
+        self,
+        task_id: str,
+        handle: WorkflowHandle[Any, TaskView],
+        status: Any,
+        description: Any = None,
+    ) -> GetTaskResult:
+        if status == WorkflowExecutionStatus.COMPLETED:
+            view = await handle.result(rpc_timeout=self.query_timeout)
+            return self.unless_expired(task_id, GetTaskResult.from_view(view))
+        if description is None:
+            description = await handle.describe(rpc_timeout=self.query_timeout)
+        memo_view = await self.memo_view(task_id, description, closed=True)
+        closed_at = description.close_time or datetime.now(UTC)
+        if status == WorkflowExecutionStatus.CANCELED:
+            view = memo_view.model_copy(
+                update={"status": "cancelled", "last_updated_at": closed_at, "input_requests": None}
+            )
+        elif status == WorkflowExecutionStatus.FAILED:
+            view = await self._failed_view(handle, memo_view, closed_at)
+        else:
+            error = {"code": INTERNAL_ERROR, "message": "Task ended by the operator"}
+            message = f"Task ended by the operator ({status.name.lower()})"
+            if status == WorkflowExecutionStatus.TIMED_OUT:  # still running at its TTL
+                message = "Task expired: still running at the end of its TTL"
+                error = {"code": TASK_EXPIRED, "message": message}
+            view = memo_view.model_copy(
+                update={
+                    "status": "failed",
+                    "last_updated_at": closed_at,
+                    "status_message": message,
+                    "error": error,
+                    "input_requests": None,
+                }
+            )
+        return self.unless_expired(task_id, GetTaskResult.from_view(view))
+
+    async def _failed_view(
+        self, handle: WorkflowHandle[Any, TaskView], memo_view: TaskView, closed_at: datetime
+    ) -> TaskView:
+        message = "Task failed"
+        try:
+            await handle.result(rpc_timeout=self.query_timeout)
+        except WorkflowFailureError as failure:
+            cause = failure.cause
+            if (
+                isinstance(cause, ApplicationError)
+                and cause.type == FAILED_ERROR_TYPE
+                and cause.details
+            ):
+                return TaskView.model_validate(cause.details[0])
+            if isinstance(cause, ApplicationError) and cause.type == UNDECRYPTABLE_ERROR_TYPE:
+                message = cause.message  # a worker failed it closed; the reason names key ids
+        except PayloadDecryptionError as err:
+            message = f"Task failed; this server cannot read why. {err.message}"
+        return memo_view.model_copy(
+            update={
+                "status": "failed",
+                "last_updated_at": closed_at,
+                "status_message": message,
+                "error": {"code": INTERNAL_ERROR, "message": message},
+                "input_requests": None,
+            }
+        )
+
+    async def memo_view(self, task_id: str, description: Any, *, closed: bool = False) -> TaskView:
+        try:
+            memo = await description.memo()
+        except PayloadDecryptionError:
+            if not closed:
+                raise
+            # Encrypted under a key this server lacks: a closed task still reports
+            # how it ended, on Temporal's own timestamps.
+            return TaskView(
+                task_id=task_id,
+                status="working",
+                created_at=description.start_time,
+                last_updated_at=description.start_time,
+                ttl_ms=self.ttl_ms,
+                poll_interval_ms=int(DEFAULT_POLL_INTERVAL.total_seconds() * 1000),
+            )
+        return TaskView.model_validate(memo[MEMO_KEY])
+
+    async def leg_progress(
+        self, handle: WorkflowHandle[Any, TaskView], description: Any = None
+    ) -> str | None:
+        """The running leg's latest progress message, from its heartbeat details."""
+        if description is None:
+            try:
+                description = await handle.describe(rpc_timeout=self.query_timeout)
+            except RPCError:
+                return None
+        pending = description.raw_description.pending_activities
+        if not pending:
+            return None
+        leg = pending[0]
+        if leg.attempt > 1 and leg.HasField("last_failure"):
+            # Decoded: with encryption the message sits in encrypted attributes.
+            try:
+                failure = await self.client.data_converter.decode_failure(leg.last_failure)
+                reason = failure.message if isinstance(failure, FailureError) else str(failure)
+            except PayloadDecryptionError as err:
+                reason = err.message
+            return f"Retrying (attempt {leg.attempt}): {reason}"
+        if not leg.heartbeat_details.payloads:
+            return None
+        (details,) = await self.client.data_converter.decode(
+            list(leg.heartbeat_details.payloads)[:1], [dict]
+        )
+        message = details.get("message") if isinstance(details, dict) else None
+        return message if isinstance(message, str) else None
+
+    def unless_expired(self, task_id: str, result: GetTaskResult) -> GetTaskResult:
+        """A finished task past its TTL no longer exists for clients.
+
+        It expires at ``createdAt + ttlMs``, or -- when it finished later than
+        that (a long run, or a parked task that its TTL ended) -- one
+        ``FINISHED_GRACE`` after it finished, so a polling client still sees
+        how it ended.
+        """
+        if result.ttl_ms is None:
+            return result
+        created = datetime.fromisoformat(result.created_at.replace("Z", "+00:00"))
+        finished = datetime.fromisoformat(result.last_updated_at.replace("Z", "+00:00"))
+        expires = max(created + timedelta(milliseconds=result.ttl_ms), finished + FINISHED_GRACE)
+        if datetime.now(UTC) > expires:
+            raise task_not_found(task_id)
+        return result
