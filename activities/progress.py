@@ -72,10 +72,14 @@ class LegProgress:
         activity.heartbeat(self.details())
 
     async def heartbeat_forever(self, interval_s: float) -> None:
-        """Keep the leg alive (and cancellable) while the body runs."""
+        """Keep the leg alive (and cancellable) while the body runs.
+
+        The first beat comes after one interval: a short leg is over before it
+        would matter, and skipping it saves a heartbeat RPC per leg.
+        """
         while True:
-            activity.heartbeat(self.details())
             await asyncio.sleep(interval_s)
+            activity.heartbeat(self.details())
 
 
 _original_aenter: Any = None
