@@ -28,6 +28,7 @@ from fastmcp.server.dependencies import (
     without_injected_parameters,
 )
 from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
+from fastmcp.server.sessions import current_principal
 from fastmcp.tools.base import Tool
 from fastmcp.tools.function_tool import (
     FunctionTool,
@@ -51,12 +52,14 @@ _SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
 def task_scope() -> str | None:
-    """The scope a task belongs to: ``client_id|sub`` from the access token, else ``None``."""
-    token = get_access_token()
-    if token is None:
-        return None
-    sub = token.claims.get("sub") if token.claims else None
-    return f"{token.client_id}|{sub}" if sub else token.client_id
+    """The scope a task belongs to: the token's principal, else ``None`` (anonymous).
+
+    FastMCP's own principal -- ``(client_id, iss, sub)`` as compact JSON, the key
+    of ``UserSession`` and of request-state binding -- so the encoding is
+    injective (no delimiter a client id or subject could contain) and two
+    issuers' users never share a scope.
+    """
+    return current_principal()
 
 
 def validate_arguments(component: Tool, arguments: dict[str, Any]) -> dict[str, Any] | None:
@@ -126,6 +129,7 @@ def capture_caller(context: Context) -> CallerSnapshot:
         log_level_key=log_level_key,
         log_level=log_level,
         client_extensions=_declared_extensions(context),
+        scope=task_scope(),
     )
 
 

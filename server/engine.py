@@ -268,8 +268,15 @@ class TaskEngine:
             accepted[key] = value
         if not accepted:
             return
+        delivery = InputDelivery(responses=accepted)
+        (payload,) = self.client.data_converter.payload_converter.to_payloads([delivery])
+        if payload.ByteSize() >= MAX_START_BYTES:
+            raise invalid_params(
+                f"The input responses are too large for a durable task ({payload.ByteSize()} "
+                "bytes; Temporal's payload limit is 2 MB). Send a reference to the data instead."
+            )
         try:
-            await handle.signal(INPUT_SIGNAL, InputDelivery(responses=accepted))
+            await handle.signal(INPUT_SIGNAL, delivery)
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise

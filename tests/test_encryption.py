@@ -206,7 +206,10 @@ async def run_secret_tasks(mcp: FastMCP, markers: Markers) -> list[str]:
             )
             failed = await refuse.wait(state="failed", timeout=20)
             assert markers.failure in (failed.status_message or "")
-    return [workflow_id_for(task.task_id, "alice|u1") for task in (vault, refuse)]
+    return [
+        workflow_id_for(task.task_id, json.dumps(["alice", None, "u1"], separators=(",", ":")))
+        for task in (vault, refuse)
+    ]
 
 
 async def cli_history(address: str, workflow_id: str, *codec_args: str) -> str:

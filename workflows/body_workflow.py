@@ -96,12 +96,10 @@ def _caller(start: TaskStart) -> Caller:
     token = json.loads(start.caller.access_token_json) if start.caller.access_token_json else {}
     claims = token.get("claims") or {}
     client_id = token.get("client_id")
-    subject = claims.get("sub")
-    scope = f"{client_id}|{subject}" if client_id and subject else client_id
     return Caller(
         task_id=start.task_id,
-        scope=scope,
+        scope=start.caller.scope,
         client_id=client_id,
-        subject=subject,
+        subject=claims.get("sub"),
         scopes=list(token.get("scopes") or []),
     )

@@ -109,6 +109,8 @@ class CallerSnapshot(BaseModel):
     log_level_key: str | None = None
     log_level: str | None = None
     client_extensions: list[str] = Field(default_factory=list)
+    #: The task's scope (FastMCP's principal of the token), ``None`` when anonymous.
+    scope: str | None = None
 
 
 class LegPolicy(BaseModel):

@@ -54,6 +54,10 @@ INTERNAL_ERROR = -32603
 #: Implementation-defined server error: the task's TTL ran out while it waited.
 TASK_EXPIRED = -32000
 FAILED_ERROR_TYPE = "McpTaskFailed"
+#: JSON-RPC ``-32602``: the task's own input cannot be carried by Temporal.
+INVALID_PARAMS = -32602
+#: Temporal rejects payloads of 2 MB or more; leave room for the codec's envelope.
+MAX_LEG_INPUT_BYTES = 1_900_000
 _DETAILS_LIMIT = 500
 
 
@@ -153,6 +157,17 @@ class _TaskMachine(WorkflowBodyRunner):
             request_state=request_state,
             body_outcome=body_outcome,
         )
+        size = workflow.payload_converter().to_payloads([request])[0].ByteSize()
+        if size >= MAX_LEG_INPUT_BYTES:
+            self._fail(
+                {
+                    "code": INVALID_PARAMS,
+                    "message": (
+                        f"The task's input for leg {round_number} (its arguments and answers) is "
+                        f"too large ({size} bytes; Temporal's payload limit is 2 MB)"
+                    ),
+                }
+            )
         workflow.set_current_details(
             f"Running **{start.tool_name}**, leg {round_number}. Its latest progress message "
             "is in the pending activity's heartbeat details."
