@@ -1,6 +1,5 @@
 """The ``fastmcp-temporal`` command.
 
-    fastmcp-temporal demo [--port 8000]       the demo server on the embedded Temporal
     fastmcp-temporal codec-server [--port 8081] decrypted payloads for the Temporal UI/CLI
     fastmcp-temporal worker server.py[:mcp]   a worker process for a server's task tools
     fastmcp-temporal tasks list|show|cancel   operate tasks over Temporal visibility
@@ -19,25 +18,11 @@ from fastmcp_temporal.server import codec_server, operations, worker
 Handler = Callable[[argparse.Namespace], int]
 
 
-def _demo(args: argparse.Namespace) -> int:
-    import runpy
-    from pathlib import Path
-
-    demo = Path(__file__).resolve().parent.parent / "examples" / "demo_server.py"
-    sys.argv = [str(demo), "--host", args.host, "--port", str(args.port)]
-    runpy.run_path(str(demo), run_name="__main__")
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastmcp-temporal", description="Durable MCP tasks for FastMCP, on Temporal."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run the demo server on the embedded Temporal")
-    demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--port", type=int, default=8000)
-    demo.set_defaults(handler=_demo)
     codec_server.register(commands)
     worker.register(commands)
     operations.register(commands)
