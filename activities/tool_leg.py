@@ -139,10 +139,11 @@ class ToolLegActivity:
                 non_retryable=False,
             )
         component = tool
-        for candidate in await server.get_tasks():
-            if isinstance(candidate, Tool) and candidate.key == tool.key:
-                component = candidate
-                break
+        if isinstance(tool, FastMCPProviderTool):
+            for candidate in await server.get_tasks():
+                if isinstance(candidate, Tool) and candidate.key == tool.key:
+                    component = candidate
+                    break
         owner, local_name = server, tool.name
         probe: Tool | None = tool
         while isinstance(probe, FastMCPProviderTool):
