@@ -79,8 +79,11 @@ async def test_raised_errors_complete_the_task_with_a_masked_is_error_result(
     async def explicit() -> str:
         raise ToolError("you may see this")
 
+    runs: list[str] = []
+
     @mcp.tool(task=True)
     async def secret() -> str:
+        runs.append("secret")
         raise ValueError("database password is hunter2")
 
     async with Client(mcp) as client:
@@ -93,6 +96,7 @@ async def test_raised_errors_complete_the_task_with_a_masked_is_error_result(
             assert final.status == "completed"
             assert final.result is not None and final.result["isError"] is True
             assert final.result["content"] == [{"type": "text", "text": text}]
+    assert runs == ["secret"], "a tool error is an answer, never retried"
 
 
 async def test_cancel_stops_a_running_body_and_the_task_reads_cancelled(
