@@ -47,6 +47,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.devserver import free_port
+from fastmcp_temporal.server.starter import ToolOptions
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -147,15 +148,19 @@ def echo_server(extension: Any) -> FastMCP:
     async def echo(text: str) -> str:
         return text
 
+    @mcp.tool(task=TaskConfig(mode="required", poll_interval=timedelta(milliseconds=20)))
+    async def echo_local(text: str) -> str:
+        return text
+
     return mcp
 
 
 @asynccontextmanager
-async def mcp_system(server: FastMCP) -> AsyncIterator[tuple[Create, Get]]:
+async def mcp_system(server: FastMCP, tool: str = "echo") -> AsyncIterator[tuple[Create, Get]]:
     async with Client(server) as client:
 
         async def create(i: int) -> Any:
-            return await call_tool_task(client, "echo", {"text": str(i)})
+            return await call_tool_task(client, tool, {"text": str(i)})
 
         async def get(task: Any) -> str:
             return (await task.status()).status
@@ -227,7 +232,11 @@ async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
                 print(rows[-1], flush=True)
 
     # 1. fastmcp-temporal, embedded default.
-    extension = TemporalTasks(data_dir=tempfile.mkdtemp(prefix="bench-temporal-"), ui=False)
+    extension = TemporalTasks(
+        data_dir=tempfile.mkdtemp(prefix="bench-temporal-"),
+        ui=False,
+        tools={"echo_local": ToolOptions(local_legs=True)},
+    )
     dev_pid = lambda: extension.dev_server.process.pid if extension.dev_server else None  # noqa: E731
     ours_server = echo_server(extension)
 
@@ -292,6 +301,11 @@ async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
             await measure(label + " (polled by query)", raw_system(), dev_pid)
 
     await measure("fastmcp-temporal (embedded dev server)", ours(), dev_pid)
+    await measure(
+        "fastmcp-temporal, local legs (`ToolOptions(local_legs=True)`)",
+        mcp_system(ours_server, tool="echo_local"),
+        dev_pid,
+    )
 
     # 3. The peer: fastmcp-tasks on Docket, memory:// and Redis with AOF.
     await measure(

@@ -43,10 +43,15 @@ class ToolOptions:
         ttl_ms: The ``ttlMs`` of this tool's tasks.
         task_queue: Where this tool's legs run (workers started with
             ``--task-queue``); the workflow stays on the extension's queue.
+        local_legs: Run this tool's legs as local activities, in the worker that
+            runs the workflow: faster for short legs, but a local leg reports no
+            progress and is cancelled or retried only at its timeout
+            (``LegPolicy.local_timeout_s``).
     """
 
     ttl_ms: int | None = None
     task_queue: str | None = None
+    local_legs: bool = False
 
     def __post_init__(self) -> None:
         if self.ttl_ms is not None and self.ttl_ms <= 0:
@@ -69,9 +74,12 @@ class WorkflowStarter:
 
     def leg_policy(self, tool_name: str, default: LegPolicy) -> LegPolicy:
         options = self.tools.get(tool_name)
-        if options is None or options.task_queue is None:
+        if options is None:
             return default
-        return default.model_copy(update={"task_queue": options.task_queue})
+        update: dict[str, Any] = {"local": options.local_legs}
+        if options.task_queue is not None:
+            update["task_queue"] = options.task_queue
+        return default.model_copy(update=update)
 
     async def start(self, start: TaskStart, *, id: str, **options: Any) -> None:
         """Start ``McpTask:<tool>``; without the search attributes if the namespace lacks them."""

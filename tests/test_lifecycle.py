@@ -18,6 +18,7 @@ from fastmcp.client.elicitation import ElicitResult
 from fastmcp.exceptions import ToolError
 from fastmcp_tasks import call_tool_task
 from fastmcp_tasks.client import _send_update
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
@@ -336,3 +337,31 @@ async def test_tasks_are_readable_and_answerable_with_no_worker_up(
         )
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
             assert (await task.result()).data == "finished"
+
+
+async def test_local_legs_run_the_same_task_without_activity_tasks(
+    temporal_tasks: Callable[..., TemporalTasks], temporal_client: TemporalClient
+) -> None:
+    """``ToolOptions(local_legs=True)``: short legs as local activities, same task semantics."""
+    from fastmcp_temporal.server.starter import ToolOptions
+
+    mcp = FastMCP("local")
+    mcp.add_extension(temporal_tasks(tools={"add": ToolOptions(local_legs=True)}))
+
+    @mcp.tool(task=True)
+    async def add(a: int, b: int, ctx: Context) -> int:
+        if not ctx.input_responses:
+            return ask("go", "Go?")  # type: ignore[return-value]
+        return a + b
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "add", {"a": 2, "b": 3})
+        (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
+        await _send_update(
+            client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "y"}}}
+        )
+        assert (await task.result()).data == 5
+    history = await temporal_client.get_workflow_handle(f"mcp-anon-{task.task_id}").fetch_history()
+    kinds = {event.event_type for event in history.events}
+    assert EventType.EVENT_TYPE_MARKER_RECORDED in kinds  # local activity results
+    assert EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED not in kinds

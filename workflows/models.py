@@ -120,6 +120,11 @@ class LegPolicy(BaseModel):
     start_to_close_timeout_s: float = 24 * 3600.0
     max_attempts: int = 3
     task_queue: str | None = None
+    #: Run legs as local activities (``ToolOptions(local_legs=True)``): no
+    #: activity task round trip, for short legs only -- a local leg cannot
+    #: heartbeat (no progress, no crash detection before its timeout).
+    local: bool = False
+    local_timeout_s: float = 30.0
 
 
 class ResumePoint(BaseModel):

@@ -173,6 +173,18 @@ class _TaskMachine(WorkflowBodyRunner):
             "is in the pending activity's heartbeat details."
         )
         try:
+            if policy.local:
+                return await workflow.execute_local_activity(
+                    start.tool_name,
+                    request,
+                    result_type=LegOutcome,
+                    start_to_close_timeout=timedelta(seconds=policy.local_timeout_s),
+                    retry_policy=RetryPolicy(
+                        maximum_attempts=policy.max_attempts,
+                        initial_interval=timedelta(seconds=1),
+                    ),
+                    summary=f"{start.tool_name} · leg {round_number} (local)",
+                )
             return await workflow.execute_activity(
                 start.tool_name,
                 request,
