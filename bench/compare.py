@@ -40,10 +40,9 @@ import fastmcp_tasks  # noqa: F401  (client half)
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension, call_tool_task
-from temporalio import activity, workflow
+from raw_engine import RUNNER, EchoLocalWorkflow, EchoWorkflow, echo_activity
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.devserver import free_port
@@ -51,37 +50,6 @@ from fastmcp_temporal.server.starter import ToolOptions
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"completed", "failed", "cancelled"}
-
-
-@activity.defn
-async def echo_activity(text: str) -> str:
-    return text
-
-
-@workflow.defn
-class EchoWorkflow:
-    @workflow.run
-    async def run(self, text: str) -> str:
-        return await workflow.execute_activity(
-            echo_activity, text, start_to_close_timeout=timedelta(seconds=30)
-        )
-
-    @workflow.query
-    def status(self) -> str:
-        return "working"
-
-
-@workflow.defn
-class EchoLocalWorkflow:
-    @workflow.run
-    async def run(self, text: str) -> str:
-        return await workflow.execute_local_activity(
-            echo_activity, text, start_to_close_timeout=timedelta(seconds=30)
-        )
-
-    @workflow.query
-    def status(self) -> str:
-        return "working"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -250,11 +218,7 @@ async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
         # 2. The raw engine on the same dev server, while it is up.
         assert extension.dev_server is not None
         raw = await TemporalClient.connect(extension.dev_server.address)
-        runner = SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                "fastmcp", "fastmcp_tasks", "fastmcp_temporal", "mcp", "mcp_types", "docket"
-            )
-        )
+        runner = RUNNER
         for label, wf, eager in [
             ("raw engine: workflow + activity", EchoWorkflow, False),
             ("raw engine: workflow + local activity", EchoLocalWorkflow, False),

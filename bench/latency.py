@@ -17,37 +17,17 @@ import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import fastmcp_tasks  # noqa: F401
 from fastmcp import Client, FastMCP
 from fastmcp_tasks import call_tool_task
-from temporalio import activity, workflow
+from raw_engine import RUNNER, EchoWorkflow, echo_activity
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from fastmcp_temporal import TemporalTasks
-
-
-@activity.defn
-async def echo_activity(text: str) -> str:
-    return text
-
-
-@workflow.defn
-class EchoWorkflow:
-    @workflow.run
-    async def run(self, text: str) -> str:
-        return await workflow.execute_activity(
-            echo_activity, text, start_to_close_timeout=timedelta(seconds=10)
-        )
-
-    @workflow.query
-    def ping(self) -> str:
-        return "pong"
 
 
 async def timed(n: int, call: Callable[[int], Awaitable[Any]]) -> list[float]:
@@ -108,11 +88,7 @@ async def main(n: int) -> None:
             workflows=[EchoWorkflow],
             activities=[echo_activity],
             # This module imports the MCP stack, which the sandbox must pass through.
-            workflow_runner=SandboxedWorkflowRunner(
-                restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                    "fastmcp", "fastmcp_tasks", "fastmcp_temporal", "mcp", "mcp_types"
-                )
-            ),
+            workflow_runner=RUNNER,
         ):
             for i in range(10):
                 await raw.execute_workflow(EchoWorkflow.run, "w", id=f"warm-{i}", task_queue="raw")

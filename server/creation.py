@@ -161,13 +161,14 @@ async def create_task(
             args=[to_jsonable_python(validated[name]) for name in spec.parameters],
             task_queue=spec.task_queue,
         )
+    caller = capture_caller(context)
     return await engine.start(
-        scope=task_scope(),
+        scope=caller.scope,
         tool_name=tool.name,
         tool_version=tool.version,
         arguments=arguments,
         poll_interval_ms=int(tool.task_config.poll_interval.total_seconds() * 1000),
-        caller=capture_caller(context),
+        caller=caller,
         body=body,
     )
 

@@ -199,12 +199,7 @@ class TaskEngine:
         change, so a poll right after ``tasks/update`` sees its effect.
         """
         handle = self._handle(task_id, scope)
-        try:
-            description = await handle.describe(rpc_timeout=self.query_timeout)
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise task_not_found(task_id) from None
-            raise
+        description = await self._describe(task_id, handle)
         if description.status != WorkflowExecutionStatus.RUNNING:
             return await self.records.closed_view(task_id, handle, description.status, description)
         view: TaskView | None = None
@@ -225,9 +220,7 @@ class TaskEngine:
         if view is None:
             view = await self.records.memo_view(task_id, description)
         if view.status == "working":
-            return GetTaskResult.from_view(
-                view, await self.records.leg_progress(handle, description)
-            )
+            return GetTaskResult.from_view(view, await self.records.leg_progress(description))
         return GetTaskResult.from_view(view)
 
     # -- tasks/update ---------------------------------------------------------
@@ -240,14 +233,10 @@ class TaskEngine:
         key are dropped here, as the workflow would drop them.
         """
         handle = self._handle(task_id, scope)
-        try:
-            description = await handle.describe(rpc_timeout=self.query_timeout)
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise task_not_found(task_id) from None
-            raise
+        description = await self._describe(task_id, handle)
         if description.status != WorkflowExecutionStatus.RUNNING:
-            await self.records.closed_view(task_id, handle, description.status)  # expiry check
+            # A finished task ignores answers; an expired one is not found.
+            await self.records.closed_view(task_id, handle, description.status, description)
             return
         view = await self.records.memo_view(task_id, description)
         outstanding = (view.input_requests or {}) if view.status == "input_required" else {}
@@ -289,6 +278,14 @@ class TaskEngine:
         handle = self._handle(task_id, scope)
         try:
             await handle.cancel(rpc_timeout=self.query_timeout)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise task_not_found(task_id) from None
+            raise
+
+    async def _describe(self, task_id: str, handle: WorkflowHandle[Any, TaskView]) -> Any:
+        try:
+            return await handle.describe(rpc_timeout=self.query_timeout)
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 raise task_not_found(task_id) from None

@@ -16,7 +16,6 @@ from typing import Any
 from fastmcp.utilities.tasks import DEFAULT_POLL_INTERVAL
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError, FailureError
-from temporalio.service import RPCError
 
 from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
 from fastmcp_temporal.server.wire import GetTaskResult, task_not_found
@@ -123,15 +122,8 @@ class TaskRecords:
             )
         return TaskView.model_validate(memo[MEMO_KEY])
 
-    async def leg_progress(
-        self, handle: WorkflowHandle[Any, TaskView], description: Any = None
-    ) -> str | None:
+    async def leg_progress(self, description: Any) -> str | None:
         """The running leg's latest progress message, from its heartbeat details."""
-        if description is None:
-            try:
-                description = await handle.describe(rpc_timeout=self.query_timeout)
-            except RPCError:
-                return None
         pending = description.raw_description.pending_activities
         if not pending:
             return None

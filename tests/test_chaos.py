@@ -6,10 +6,6 @@ Marked ``chaos``; CI runs them with the rest of the suite.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -26,35 +22,12 @@ from temporalio.client import Client as TemporalClient
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from fastmcp_temporal import DevServer, LegPolicy, McpTasksPlugin, TemporalTasks
+from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.server.devserver import free_port
+from tests.helpers import eventually, front_end, kill, spawn, spawn_worker
 from tests.processes.crash_server import mcp as crash_server
 
 pytestmark = pytest.mark.chaos
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def spawn(*args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", *args],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def kill(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
-async def eventually(predicate: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
-        await asyncio.sleep(0.05)
 
 
 async def test_kill_9_the_worker_with_20_tasks_mid_leg(
@@ -63,26 +36,16 @@ async def test_kill_9_the_worker_with_20_tasks_mid_leg(
     task_queue: str,
     tmp_path: Path,
 ) -> None:
-    front_end = FastMCP("front-end")
-    front_end.add_extension(
-        TemporalTasks(
-            client=temporal_client,
-            task_queue=task_queue,
-            run_worker=False,
-            leg_policy=LegPolicy(heartbeat_timeout_s=2),
-        )
-    )
-    front_end.mount(crash_server)
-    worker = spawn("tests.processes.worker", temporal_server.address, task_queue)
+    worker = spawn_worker(temporal_server.address, task_queue, "tests.processes.crash_server")
     try:
-        async with Client(front_end) as client:
+        async with Client(front_end(temporal_client, task_queue, crash_server)) as client:
             tasks = await asyncio.gather(
                 *(
                     call_tool_task(client, "record_and_wait", {"marker_dir": str(tmp_path)})
                     for _ in range(20)
                 )
             )
-            await eventually(lambda: len(list(tmp_path.glob("run-*"))) == 20)
+            await eventually(lambda: len(list(tmp_path.glob("run-*"))) == 20, timeout=60)
             kill(worker)
             (tmp_path / "release").write_text("")
             async with Worker(

@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
-from fastmcp import Client, FastMCP
+from fastmcp import Client
 from fastmcp_tasks import call_tool_task
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
-from fastmcp_temporal import DevServer, LegPolicy, McpTasksPlugin, TemporalTasks
+from fastmcp_temporal import DevServer, McpTasksPlugin
+from tests.helpers import eventually, front_end, kill, spawn_worker
 from tests.processes.crash_server import mcp as crash_server
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-async def wait_for(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
-        await asyncio.sleep(0.05)
 
 
 async def test_killed_worker_mid_leg_is_replaced_and_the_task_completes(
@@ -34,28 +22,12 @@ async def test_killed_worker_mid_leg_is_replaced_and_the_task_completes(
     task_queue: str,
     tmp_path: Path,
 ) -> None:
-    front_end = FastMCP("front-end")
-    front_end.add_extension(
-        TemporalTasks(
-            client=temporal_client,
-            task_queue=task_queue,
-            run_worker=False,
-            leg_policy=LegPolicy(heartbeat_timeout_s=2),
-        )
-    )
-    front_end.mount(crash_server)  # the same tools, served by the workers
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.processes.worker", temporal_server.address, task_queue],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        start_new_session=True,
-    )
+    process = spawn_worker(temporal_server.address, task_queue, "tests.processes.crash_server")
     try:
-        async with Client(front_end) as client:
+        async with Client(front_end(temporal_client, task_queue, crash_server)) as client:
             task = await call_tool_task(client, "record_and_wait", {"marker_dir": str(tmp_path)})
-            await wait_for(lambda: len(list(tmp_path.glob("run-*"))) == 1)
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            await eventually(lambda: len(list(tmp_path.glob("run-*"))) == 1)
+            kill(process)
             (tmp_path / "release").write_text("")
             async with Worker(
                 temporal_client,
@@ -67,9 +39,7 @@ async def test_killed_worker_mid_leg_is_replaced_and_the_task_completes(
                 status_seen = final.status
             runs = sorted(p.name for p in tmp_path.glob("run-*"))
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        kill(process)
     assert status_seen == "completed"
     assert final.result is not None
     assert final.result["structuredContent"]["result"] == f"finished in {os.getpid()}"

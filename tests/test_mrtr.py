@@ -81,6 +81,16 @@ async def round_one(raw: RawMcp) -> dict:
     return result
 
 
+def round_two(tool: str, key: str, name: str, request_state: str) -> dict:
+    """The params of a second-round ``tools/call``: the answer plus the echoed state."""
+    return {
+        "name": tool,
+        "arguments": {},
+        "inputResponses": {key: {"action": "accept", "content": {"name": name}}},
+        "requestState": request_state,
+    }
+
+
 async def test_the_question_comes_first_and_the_task_second(url: str) -> None:
     alice = RawMcp(url, bearer="alice")
     first = await round_one(alice)
@@ -88,13 +98,7 @@ async def test_the_question_comes_first_and_the_task_second(url: str) -> None:
     (key,) = first["inputRequests"]
     assert first["inputRequests"][key]["method"] == "elicitation/create"
     second = await alice.result(
-        "tools/call",
-        {
-            "name": "welcome",
-            "arguments": {},
-            "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}},
-            "requestState": first["requestState"],
-        },
+        "tools/call", round_two("welcome", key, "Alice", first["requestState"])
     )
     assert second["resultType"] == "task"
     assert "requestState" not in second and "inputRequests" not in second
@@ -127,25 +131,13 @@ async def test_a_forged_or_altered_request_state_is_rejected(url: str, tamper) -
     first = await round_one(alice)
     (key,) = first["inputRequests"]
     _, body = await alice.call(
-        "tools/call",
-        {
-            "name": "welcome",
-            "arguments": {},
-            "inputResponses": {key: {"action": "accept", "content": {"name": "Mallory"}}},
-            "requestState": tamper(first["requestState"]),
-        },
+        "tools/call", round_two("welcome", key, "Mallory", tamper(first["requestState"]))
     )
     # FastMCP's request-state boundary rejects it before any task is touched.
     assert body["error"]["code"] == -32602
     assert body["error"]["message"] == "Invalid or expired requestState"
     retry = await alice.result(
-        "tools/call",
-        {
-            "name": "welcome",
-            "arguments": {},
-            "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}},
-            "requestState": first["requestState"],
-        },
+        "tools/call", round_two("welcome", key, "Alice", first["requestState"])
     )
     assert retry["resultType"] == "task"
 
@@ -158,23 +150,11 @@ async def test_a_request_state_only_works_for_its_caller_and_tool(
     first = await round_one(alice)
     (key,) = first["inputRequests"]
     _, body = await RawMcp(url, bearer=caller).call(
-        "tools/call",
-        {
-            "name": tool,
-            "arguments": {},
-            "inputResponses": {key: {"action": "accept", "content": {"name": "Eve"}}},
-            "requestState": first["requestState"],
-        },
+        "tools/call", round_two(tool, key, "Eve", first["requestState"])
     )
     assert body.get("error", {}).get("code") == -32602, body
     # Alice's task still waits for Alice's answer.
     retry = await alice.result(
-        "tools/call",
-        {
-            "name": "welcome",
-            "arguments": {},
-            "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}},
-            "requestState": first["requestState"],
-        },
+        "tools/call", round_two("welcome", key, "Alice", first["requestState"])
     )
     assert retry["resultType"] == "task"

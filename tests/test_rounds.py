@@ -8,10 +8,6 @@ checkpoints: the workflow records the state and runs the next leg at once.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,10 +17,9 @@ from fastmcp_tasks import call_tool_task
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
-from fastmcp_temporal import DevServer, LegPolicy, McpTasksPlugin, Steps, TemporalTasks
+from fastmcp_temporal import DevServer, McpTasksPlugin, Steps, TemporalTasks
+from tests.helpers import eventually, front_end, kill, spawn_worker
 from tests.processes.steps_server import mcp as steps_server
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def checkpoint(state: str) -> mcp_types.InputRequiredResult:
@@ -128,51 +123,20 @@ async def test_a_worker_crash_in_step_k_reruns_only_step_k(
     tmp_path: Path,
 ) -> None:
     """Steps 1..k-1 are durable; only the step that was running when the worker died runs again."""
-    front_end = FastMCP("front-end")
-    front_end.add_extension(
-        TemporalTasks(
-            client=temporal_client,
-            task_queue=task_queue,
-            run_worker=False,
-            leg_policy=LegPolicy(heartbeat_timeout_s=2),
-        )
-    )
-    front_end.mount(steps_server)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.processes.worker",
-            temporal_server.address,
-            task_queue,
-            "tests.processes.steps_server",
-        ],
-        cwd=ROOT,
-        start_new_session=True,
-    )
+    process = spawn_worker(temporal_server.address, task_queue, "tests.processes.steps_server")
     try:
-        async with Client(front_end) as client:
+        async with Client(front_end(temporal_client, task_queue, steps_server)) as client:
             task = await call_tool_task(client, "three_steps", {"marker_dir": str(tmp_path)})
-            await _wait_for(lambda: (tmp_path / "started-two").exists())
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            await eventually(lambda: (tmp_path / "started-two").exists())
+            kill(process)
             (tmp_path / "release").write_text("")
             async with Worker(
                 temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(steps_server)]
             ):
                 final = await task.wait(timeout=60)
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        kill(process)
     assert final.status == "completed" and final.result is not None
     assert final.result["structuredContent"] == {"result": "one+two+three"}
     runs = (tmp_path / "runs.log").read_text().split()
     assert runs == ["one", "two", "two", "three"]
-
-
-async def _wait_for(predicate: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
-        await asyncio.sleep(0.05)

@@ -8,10 +8,6 @@ task's body, asks the client through ``ask``, reports through
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,17 +22,15 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import (
     DevServer,
-    LegPolicy,
     McpTasksPlugin,
     TemporalTasks,
     workflow_tool,
     workflow_tool_parts,
 )
 from tests.conftest import http_client
+from tests.helpers import eventually, front_end, kill, spawn_worker
 from tests.processes.agent_server import mcp as agent_server
 from tests.processes.agent_workflows import GreeterAgent, logged_step
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def greeter_server(extension: TemporalTasks, **options: Any) -> FastMCP:
@@ -96,41 +90,23 @@ async def test_a_worker_crash_between_steps_does_not_rerun_finished_steps(
     task_queue: str,
     tmp_path: Path,
 ) -> None:
-    front_end = FastMCP("front-end")
-    front_end.add_extension(
-        TemporalTasks(
-            client=temporal_client,
-            task_queue=task_queue,
-            run_worker=False,
-            leg_policy=LegPolicy(heartbeat_timeout_s=2),
-        )
-    )
-    front_end.mount(agent_server)
-    args = ["tests.processes.worker", temporal_server.address, task_queue]
-    process = subprocess.Popen(
-        [sys.executable, "-m", *args, "tests.processes.agent_server"],
-        cwd=ROOT,
-        start_new_session=True,
-    )
+    process = spawn_worker(temporal_server.address, task_queue, "tests.processes.agent_server")
     try:
-        async with Client(front_end) as client:
+        async with Client(front_end(temporal_client, task_queue, agent_server)) as client:
             task = await call_tool_task(client, "greeter_agent", {"marker_dir": str(tmp_path)})
             (key,) = (await task.wait(state="input_required", timeout=30)).input_requests
             await _send_update(
                 client.session, task.task_id, {key: {"action": "accept", "content": {"name": "B"}}}
             )
-            await _eventually(lambda: "wait" in _runs(tmp_path))
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            await eventually(lambda: "wait" in _runs(tmp_path))
+            kill(process)
             (tmp_path / "release").write_text("")
             workflows, activities = await workflow_tool_parts(agent_server)
             plugin = McpTasksPlugin(agent_server, workflows=workflows, activities=activities)
             async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
                 final = await task.wait(timeout=60)
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        kill(process)
     assert final.status == "completed" and final.result is not None
     assert final.result["structuredContent"]["greeting"] == "Hello, B!"
     assert _runs(tmp_path) == ["first", "wait", "wait"], "the finished step ran once"
@@ -149,7 +125,7 @@ async def test_cancelling_the_task_cancels_the_workflow_and_its_activity(
         await _send_update(
             client.session, task.task_id, {key: {"action": "accept", "content": {"name": "C"}}}
         )
-        await _eventually(lambda: "wait" in _runs(tmp_path))
+        await eventually(lambda: "wait" in _runs(tmp_path))
         await task.cancel()
         final = await task.wait(timeout=30)
         assert final.status == "cancelled"
@@ -160,16 +136,9 @@ async def test_cancelling_the_task_cancels_the_workflow_and_its_activity(
                 break
             await asyncio.sleep(0.05)
         assert description.status is not None and description.status.name == "CANCELED"
-        await _eventually(lambda: _runs(tmp_path)[-1:] == ["cancelled"])
+        await eventually(lambda: _runs(tmp_path)[-1:] == ["cancelled"])
 
 
 def _runs(marker_dir: Path) -> list[str]:
     log = marker_dir / "runs.log"
     return log.read_text().split() if log.exists() else []
-
-
-async def _eventually(predicate: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
-        await asyncio.sleep(0.05)

@@ -1,0 +1,69 @@
+"""What the multi-process tests share: a worker-less front end, worker processes, waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from fastmcp import FastMCP
+from temporalio.client import Client as TemporalClient
+
+from fastmcp_temporal import LegPolicy, TemporalTasks
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def front_end(temporal_client: TemporalClient, task_queue: str, served: FastMCP) -> FastMCP:
+    """A stateless front end for ``served``'s tools: no worker, 2 s heartbeat timeout.
+
+    The tools are mounted so the front end validates calls exactly as the workers
+    that run them will; the short heartbeat timeout makes a killed worker's leg
+    move to another worker within seconds.
+    """
+    mcp = FastMCP("front-end")
+    mcp.add_extension(
+        TemporalTasks(
+            client=temporal_client,
+            task_queue=task_queue,
+            run_worker=False,
+            leg_policy=LegPolicy(heartbeat_timeout_s=2),
+        )
+    )
+    mcp.mount(served)
+    return mcp
+
+
+def spawn(*module_args: str) -> subprocess.Popen[bytes]:
+    """``python -m <module_args>`` from the repository root, in its own process group."""
+    return subprocess.Popen(
+        [sys.executable, "-m", *module_args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def spawn_worker(address: str, task_queue: str, server_module: str) -> subprocess.Popen[bytes]:
+    """A worker process for ``server_module``'s ``mcp`` (see ``tests.processes.worker``)."""
+    return spawn("tests.processes.worker", address, task_queue, server_module)
+
+
+def kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group (a crash, not a shutdown) and reap it."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+async def eventually(predicate: Callable[[], bool], timeout: float = 30) -> None:
+    """Wait until ``predicate()`` holds; fail the test if it never does."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
+        await asyncio.sleep(0.05)
