@@ -11,8 +11,11 @@ then polling it every ``--poll-ms`` until it is terminal.
   with the ``fastmcp_tasks`` client half, in-memory transport.
 - **raw engine** on the *same* dev server: plain ``temporalio`` client and
   worker, one workflow with one activity; also with a local activity, and with
-  eager workflow start. ``start_workflow`` is "create", a query is "get", and
-  ``result()`` (a long poll, no polling cost) ends the task: the ceiling.
+  eager workflow start (and both). ``start_workflow`` is "create"; a row either
+  waits on ``result()`` (a long poll, no polling cost: the ceiling) or polls a
+  ``status`` query until it says ``completed``, as MCP clients poll ``tasks/get``.
+- **FastMCP synchronous ``tools/call``** of the same tool, no task: the MCP
+  request path alone, the floor under any task's create latency.
 - **fastmcp-tasks 4.1.4** (the peer) on Docket ``memory://`` and on a real
   ``redis-server`` with ``appendonly yes`` (durable like Temporal), same client.
 
@@ -120,7 +123,32 @@ def echo_server(extension: Any) -> FastMCP:
     async def echo_local(text: str) -> str:
         return text
 
+    @mcp.tool
+    async def echo_sync(text: str) -> str:
+        return text
+
     return mcp
+
+
+@asynccontextmanager
+async def mcp_sync_call(server: FastMCP) -> AsyncIterator[tuple[Create, Get]]:
+    """A plain, synchronous ``tools/call`` of the same no-op tool: no task, no backend.
+
+    Its latency is the floor of any task's "create": the MCP request path
+    (JSON-RPC, middleware, tool lookup, argument validation) that every task
+    creation also takes before it reaches its backend.
+    """
+    async with Client(server) as client:
+
+        async def create(i: int) -> Any:
+            return await client.call_tool("echo_sync", {"text": str(i)})
+
+        async def get(result: Any) -> str:
+            return "completed"
+
+        for i in range(10):
+            await create(i)
+        yield create, get
 
 
 @asynccontextmanager
@@ -171,9 +199,19 @@ async def redis_server(appendonly: bool) -> AsyncIterator[tuple[str, int]]:
         process.wait()
 
 
+@dataclass
+class Row:
+    name: str
+    concurrency: int
+    tasks_per_s: float
+    create_p50: float
+    get_p50: float
+    text: str
+
+
 async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
     poll_s = poll_ms / 1000
-    rows: list[str] = []
+    rows: list[Row] = []
     me = os.getpid()
 
     async def measure(
@@ -190,14 +228,24 @@ async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
                 cpu_me = cpu_seconds(me) - cpu_me
                 cpu_backend = (cpu_seconds(pid) - cpu_backend) if pid else float("nan")
                 done = len(run.e2e)
-                rows.append(
+                text = (
                     f"| {name} | {concurrency} | {done / elapsed:.1f} | "
                     f"{pct(run.creates, 0.5):.1f} / {pct(run.creates, 0.99):.1f} | "
                     f"{pct(run.gets, 0.5):.1f} / {pct(run.gets, 0.99):.1f} | "
                     f"{pct(run.e2e, 0.5):.0f} / {pct(run.e2e, 0.99):.0f} | "
                     f"{cpu_me / done * 1000:.1f} | {cpu_backend / done * 1000:.1f} | {run.errors} |"
                 )
-                print(rows[-1], flush=True)
+                rows.append(
+                    Row(
+                        name,
+                        concurrency,
+                        done / elapsed,
+                        pct(run.creates, 0.5),
+                        pct(run.gets, 0.5),
+                        text,
+                    )
+                )
+                print(text, flush=True)
 
     # 1. fastmcp-temporal, embedded default.
     extension = TemporalTasks(
@@ -220,9 +268,10 @@ async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
         raw = await TemporalClient.connect(extension.dev_server.address)
         runner = RUNNER
         for label, wf, eager in [
-            ("raw engine: workflow + activity", EchoWorkflow, False),
+            (RAW_START, EchoWorkflow, False),
             ("raw engine: workflow + local activity", EchoLocalWorkflow, False),
             ("raw engine: workflow + activity, eager start", EchoWorkflow, True),
+            ("raw engine: workflow + local activity, eager start", EchoLocalWorkflow, True),
         ]:
             queue = f"raw-{wf.__name__}-{eager}"
 
@@ -249,8 +298,7 @@ async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
                         )
 
                     async def get(handle: Any) -> str:
-                        await handle.query(wf.status)
-                        return "completed"
+                        return str(await handle.query(wf.status))
 
                     for i in range(10):
                         await (await create(i)).result()
@@ -264,12 +312,9 @@ async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
             # The query latency of the raw engine, for the `tasks/get` column.
             await measure(label + " (polled by query)", raw_system(), dev_pid)
 
-    await measure("fastmcp-temporal (embedded dev server)", ours(), dev_pid)
-    await measure(
-        "fastmcp-temporal, local legs (`ToolOptions(local_legs=True)`)",
-        mcp_system(ours_server, tool="echo_local"),
-        dev_pid,
-    )
+    await measure(OURS, ours(), dev_pid)
+    await measure(OURS_LOCAL, mcp_system(ours_server, tool="echo_local"), dev_pid)
+    await measure(SYNC_FLOOR, mcp_sync_call(ours_server), lambda: None)
 
     # 3. The peer: fastmcp-tasks on Docket, memory:// and Redis with AOF.
     await measure(
@@ -295,7 +340,39 @@ async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
         "end to end p50 / p99 | CPU this process | CPU backend | errors |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
+    print("\n".join(row.text for row in rows))
+    print()
+    print_ratios(rows, concurrencies)
+
+
+RAW_START = "raw engine: workflow + activity"
+OURS = "fastmcp-temporal (embedded dev server)"
+OURS_LOCAL = "fastmcp-temporal, local legs (`ToolOptions(local_legs=True)`)"
+SYNC_FLOOR = "FastMCP synchronous `tools/call`, no task (the MCP path alone)"
+
+
+def print_ratios(rows: list[Row], concurrencies: list[int]) -> None:
+    """The issue's targets, as ratios between rows of this one run."""
+    print("| ratio (this run) | concurrency | value |")
+    print("|---|---|---|")
+    for concurrency in concurrencies:
+        at = {row.name: row for row in rows if row.concurrency == concurrency}
+        raw = [row for name, row in at.items() if name.startswith("raw engine")]
+        best = max(raw, key=lambda row: row.tasks_per_s)
+        for name in (OURS, OURS_LOCAL):
+            ratio = at[name].tasks_per_s / best.tasks_per_s
+            print(
+                f"| throughput {name} / best raw ({best.name}) | {concurrency} | "
+                f"{at[name].tasks_per_s:.1f} / {best.tasks_per_s:.1f} = **{ratio:.2f} x** |"
+            )
+        start = at[RAW_START].create_p50
+        for name in (OURS, SYNC_FLOOR):
+            create = at[name].create_p50
+            print(
+                f"| create p50 {name} / raw `start_workflow` | {concurrency} | "
+                f"{create:.1f} / {start:.1f} ms = **{create / start:.2f} x** |"
+            )
+        print(f"| `tasks/get` p50 {OURS} | {concurrency} | **{at[OURS].get_p50:.1f} ms** |")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The raw-engine baseline the benchmarks compare against: plain temporalio, no MCP.
 
 One workflow with one activity (and the same with a local activity), echoing
-its input; a query stands in for a ``tasks/get`` poll. Kept free of the MCP
+its input; its ``status`` query stands in for a ``tasks/get`` poll (``working``
+until the activity returned, then ``completed``). Kept free of the MCP
 stack so the workflow sandbox imports nothing heavy; ``RUNNER`` passes through
 what the benchmark scripts themselves import.
 """
@@ -27,25 +28,35 @@ async def echo_activity(text: str) -> str:
 
 @workflow.defn
 class EchoWorkflow:
+    def __init__(self) -> None:
+        self.done = False
+
     @workflow.run
     async def run(self, text: str) -> str:
-        return await workflow.execute_activity(
+        result = await workflow.execute_activity(
             echo_activity, text, start_to_close_timeout=timedelta(seconds=30)
         )
+        self.done = True
+        return result
 
     @workflow.query
     def status(self) -> str:
-        return "working"
+        return "completed" if self.done else "working"
 
 
 @workflow.defn
 class EchoLocalWorkflow:
+    def __init__(self) -> None:
+        self.done = False
+
     @workflow.run
     async def run(self, text: str) -> str:
-        return await workflow.execute_local_activity(
+        result = await workflow.execute_local_activity(
             echo_activity, text, start_to_close_timeout=timedelta(seconds=30)
         )
+        self.done = True
+        return result
 
     @workflow.query
     def status(self) -> str:
-        return "working"
+        return "completed" if self.done else "working"

@@ -14,6 +14,7 @@ a leg runs later and elsewhere:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from fastmcp.tools.function_tool import (
 )
 from fastmcp.utilities.types import get_cached_typeadapter
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import to_jsonable_python
 
@@ -73,15 +75,29 @@ def validate_arguments(component: Tool, arguments: dict[str, Any]) -> dict[str, 
     """
     if not isinstance(component, FunctionTool):
         return None
-    callable_fn = without_injected_parameters(component.fn, run_in_thread=component.run_in_thread)
-    adapter = get_cached_typeadapter(_signature_probe(callable_fn))
+    adapter, signature = _probe_for(component.fn, component.run_in_thread)
     try:
         validated = _validate_input(adapter, arguments, strict=_strict_input_validation())
     except PydanticValidationError as err:
         raise ValidationError(str(err), log_level=logging.WARNING) from err
-    bound = inspect.signature(callable_fn).bind_partial(**validated)
+    bound = signature.bind_partial(**validated)
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+@functools.lru_cache(maxsize=1024)
+def _probe_for(
+    fn: Callable[..., Any], run_in_thread: bool
+) -> tuple[TypeAdapter[Any], inspect.Signature]:
+    """The probe's validator, built once per tool function.
+
+    Building a pydantic validator costs about a millisecond: per call it would
+    add that to every task's creation, and every fresh probe would take a slot
+    of ``get_cached_typeadapter``, pushing FastMCP's own validators out.
+    """
+    callable_fn = without_injected_parameters(fn, run_in_thread=run_in_thread)
+    probe = _signature_probe(callable_fn)
+    return get_cached_typeadapter(probe), inspect.signature(callable_fn)
 
 
 def _signature_probe(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:

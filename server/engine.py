@@ -4,7 +4,8 @@
 |----------------------------|-------------------------------------------------------|
 | ``tools/call`` -> task     | ``start_workflow`` (returns once the start is durable) |
 | ``tasks/get`` (open)       | ``describe``: memo of the last state change + the leg's |
-|                            | heartbeat; query ``mcp_task`` while a change is pending |
+|                            | heartbeat; query ``mcp_task`` while an answer to a      |
+|                            | parked task may be pending                              |
 | ``tasks/get`` (closed)     | the workflow's result / failure (``task_records``)      |
 | ``tasks/update``           | signal ``mcp_input`` (durable when the RPC returns)    |
 | ``tasks/cancel``           | workflow cancellation                                  |
@@ -38,7 +39,7 @@ from temporalio.common import QueryRejectCondition
 from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.starter import ToolOptions, WorkflowStarter
-from fastmcp_temporal.server.task_records import TaskRecords
+from fastmcp_temporal.server.task_records import TaskDescription, TaskRecords
 from fastmcp_temporal.server.wire import (
     CreateTaskResult,
     GetTaskResult,
@@ -192,18 +193,22 @@ class TaskEngine:
 
         The workflow writes its state to the memo at every state change, in the
         same workflow task that changes it, and the running leg's progress is in
-        its heartbeat details: while no workflow task is pending, ``describe``
-        alone is current (about 2 ms, no worker involved). While one is pending
-        -- a signal, a finished leg or the start is being applied -- the answer
-        comes from the workflow's query, which Temporal serves only after that
-        change, so a poll right after ``tasks/update`` sees its effect.
+        its heartbeat details, so ``describe`` alone is the last durable state
+        (about 2 ms, no worker involved). A pending workflow task that applies a
+        finished leg or the start changes nothing a client has seen yet: the
+        task is ``working`` until the workflow records otherwise. One case needs
+        the workflow itself: a parked task with a pending workflow task may be
+        applying a ``tasks/update``; its query is served only after that change,
+        so a poll right after ``tasks/update`` sees its effect (answered keys
+        gone). Querying only then keeps polls off the worker's hot path.
         """
         handle = self._handle(task_id, scope)
         description = await self._describe(task_id, handle)
         if description.status != WorkflowExecutionStatus.RUNNING:
             return await self.records.closed_view(task_id, handle, description.status, description)
+        memo = await self.records.memo_view(task_id, description)
         view: TaskView | None = None
-        if description.raw_description.HasField("pending_workflow_task"):
+        if memo.status == "input_required" and description.has_pending_workflow_task:
             try:
                 view = await handle.query(
                     VIEW_QUERY,
@@ -218,7 +223,7 @@ class TaskEngine:
                 # task): the memo still has the last state change.
                 view = None
         if view is None:
-            view = await self.records.memo_view(task_id, description)
+            view = memo
         if view.status == "working":
             return GetTaskResult.from_view(view, await self.records.leg_progress(description))
         return GetTaskResult.from_view(view)
@@ -283,13 +288,10 @@ class TaskEngine:
                 raise task_not_found(task_id) from None
             raise
 
-    async def _describe(self, task_id: str, handle: WorkflowHandle[Any, TaskView]) -> Any:
-        try:
-            return await handle.describe(rpc_timeout=self.query_timeout)
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise task_not_found(task_id) from None
-            raise
+    async def _describe(
+        self, task_id: str, handle: WorkflowHandle[Any, TaskView]
+    ) -> TaskDescription:
+        return await self.records.describe(task_id, handle.id)
 
     def _handle(self, task_id: str, scope: str | None) -> WorkflowHandle[Any, TaskView]:
         if not _TASK_ID.match(task_id):

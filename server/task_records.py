@@ -10,12 +10,20 @@ task stops being readable.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastmcp.utilities.tasks import DEFAULT_POLL_INTERVAL
+from google.protobuf.timestamp_pb2 import Timestamp
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import (
+    DescribeWorkflowExecutionRequest,
+    DescribeWorkflowExecutionResponse,
+)
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError, FailureError
+from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
 from fastmcp_temporal.server.wire import GetTaskResult, task_not_found
@@ -31,6 +39,41 @@ from fastmcp_temporal.workflows.task_workflow import (
 FINISHED_GRACE = timedelta(minutes=1)
 
 
+@dataclass(frozen=True)
+class TaskDescription:
+    """The few fields of ``DescribeWorkflowExecution`` a task read uses.
+
+    ``WorkflowHandle.describe()`` converts the whole response on every call
+    (search attributes, every timestamp, typed wrappers); a ``tasks/get`` poll
+    needs five fields, and it is the hottest read of the server, so they are
+    taken from the protobuf directly.
+    """
+
+    raw: DescribeWorkflowExecutionResponse
+
+    @property
+    def status(self) -> WorkflowExecutionStatus:
+        return WorkflowExecutionStatus(self.raw.workflow_execution_info.status)
+
+    @property
+    def has_pending_workflow_task(self) -> bool:
+        """A change (signal, finished leg, start, cancel request) is not applied yet."""
+        return self.raw.HasField("pending_workflow_task")
+
+    @property
+    def start_time(self) -> datetime:
+        return _utc(self.raw.workflow_execution_info.start_time)
+
+    @property
+    def close_time(self) -> datetime | None:
+        info = self.raw.workflow_execution_info
+        return _utc(info.close_time) if info.HasField("close_time") else None
+
+
+def _utc(timestamp: Timestamp) -> datetime:
+    return timestamp.ToDatetime(tzinfo=UTC)
+
+
 class TaskRecords:
     """What Temporal's records say about one task, in SEP-2663 terms."""
 
@@ -39,18 +82,34 @@ class TaskRecords:
         self.ttl_ms = ttl_ms
         self.query_timeout = query_timeout
 
+    async def describe(self, task_id: str, workflow_id: str) -> TaskDescription:
+        """One ``DescribeWorkflowExecution``; an unknown workflow is an unknown task."""
+        request = DescribeWorkflowExecutionRequest(
+            namespace=self.client.namespace,
+            execution=WorkflowExecution(workflow_id=workflow_id),
+        )
+        try:
+            raw = await self.client.workflow_service.describe_workflow_execution(
+                request, retry=True, timeout=self.query_timeout
+            )
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise task_not_found(task_id) from None
+            raise
+        return TaskDescription(raw)
+
     async def closed_view(
         self,
         task_id: str,
         handle: WorkflowHandle[Any, TaskView],
-        status: Any,
-        description: Any = None,
+        status: WorkflowExecutionStatus,
+        description: TaskDescription | None = None,
     ) -> GetTaskResult:
         if status == WorkflowExecutionStatus.COMPLETED:
             view = await handle.result(rpc_timeout=self.query_timeout)
             return self.unless_expired(task_id, GetTaskResult.from_view(view))
         if description is None:
-            description = await handle.describe(rpc_timeout=self.query_timeout)
+            description = await self.describe(task_id, handle.id)
         memo_view = await self.memo_view(task_id, description, closed=True)
         closed_at = description.close_time or datetime.now(UTC)
         if status == WorkflowExecutionStatus.CANCELED:
@@ -104,9 +163,15 @@ class TaskRecords:
             }
         )
 
-    async def memo_view(self, task_id: str, description: Any, *, closed: bool = False) -> TaskView:
+    async def memo_view(
+        self, task_id: str, description: TaskDescription, *, closed: bool = False
+    ) -> TaskView:
+        fields = description.raw.workflow_execution_info.memo.fields
+        if MEMO_KEY not in fields:  # a workflow with a task's id that no task started
+            raise task_not_found(task_id)
+        payload = fields[MEMO_KEY]
         try:
-            memo = await description.memo()
+            (memo,) = await self.client.data_converter.decode([payload], [dict])
         except PayloadDecryptionError:
             if not closed:
                 raise
@@ -120,11 +185,11 @@ class TaskRecords:
                 ttl_ms=self.ttl_ms,
                 poll_interval_ms=int(DEFAULT_POLL_INTERVAL.total_seconds() * 1000),
             )
-        return TaskView.model_validate(memo[MEMO_KEY])
+        return TaskView.model_validate(memo)
 
-    async def leg_progress(self, description: Any) -> str | None:
+    async def leg_progress(self, description: TaskDescription) -> str | None:
         """The running leg's latest progress message, from its heartbeat details."""
-        pending = description.raw_description.pending_activities
+        pending = description.raw.pending_activities
         if not pending:
             return None
         leg = pending[0]
