@@ -73,6 +73,14 @@ async def main(n: int) -> None:
             row("`tasks/get`, any state (fresh tasks)", await timed(n, lambda i: tasks[i].status()))
         )
         await running.wait()
+        right_after_create: list[float] = []
+        for i in range(n):
+            fresh = await call_tool_task(client, "echo", {"text": str(i)})
+            before = time.perf_counter()
+            await fresh.status()  # its start or its leg is still being applied
+            right_after_create.append((time.perf_counter() - before) * 1000)
+            await fresh.wait()
+        rows.append(row("`tasks/get` right after create", right_after_create))
         rows.append(
             row(
                 "no-op task end to end (`call_tool`)",

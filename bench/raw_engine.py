@@ -16,7 +16,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 RUNNER = SandboxedWorkflowRunner(
     restrictions=SandboxRestrictions.default.with_passthrough_modules(
-        "fastmcp", "fastmcp_tasks", "fastmcp_temporal", "mcp", "mcp_types", "docket"
+        "fastmcp", "fastmcp_tasks", "fastmcp_temporal", "mcp", "mcp_types", "docket", "beartype"
     )
 )
 
