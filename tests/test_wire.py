@@ -16,6 +16,7 @@ from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp.utilities.tests import run_server_async
+from fastmcp.utilities.types import get_cached_typeadapter
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
@@ -259,6 +260,27 @@ async def test_strict_input_validation_is_honoured_up_front(
         created = await create(raw, "double", {"n": 2})
         task = await poll_until(raw, created["taskId"], "completed")
         assert task["result"]["structuredContent"] == {"result": 4}
+
+
+async def test_argument_validation_is_built_once_per_tool_not_per_call(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    """Creating tasks must not fill FastMCP's shared validator cache (nor rebuild one each time)."""
+    server = build_server(temporal_tasks())
+
+    @server.tool(task=True)
+    async def square(n: int) -> int:
+        return n * n
+
+    async with run_server_async(server) as url:
+        raw = RawMcp(url)
+        first = await create(raw, "square", {"n": 1})
+        await poll_until(raw, first["taskId"], "completed")  # its leg warmed FastMCP's caches
+        cached_before = get_cached_typeadapter.cache_info().currsize
+        created = [await create(raw, "square", {"n": n}) for n in range(2, 12)]
+        assert get_cached_typeadapter.cache_info().currsize == cached_before
+        task = await poll_until(raw, created[-1]["taskId"], "completed")
+        assert task["result"]["structuredContent"] == {"result": 121}
 
 
 async def test_another_callers_task_is_indistinguishable_from_an_unknown_one(
