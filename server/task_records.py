@@ -4,8 +4,8 @@
 else a ``tasks/get`` may need comes from here: how a closed workflow maps to a
 finished task (completed → its result; failed → the view its failure carries;
 cancelled, terminated and timed out → built from the memo and Temporal's close
-time), what the running leg last reported in its heartbeat, and when a finished
-task stops being readable.
+time; a small finished view is in the memo already), what the running leg last
+reported in its heartbeat, and when a finished task stops being readable.
 """
 
 from __future__ import annotations
@@ -37,6 +37,11 @@ from fastmcp_temporal.workflows.task_workflow import (
 
 #: How long a task that finished after its TTL stays readable.
 FINISHED_GRACE = timedelta(minutes=1)
+#: The task status a closed workflow's memo holds when it carries the final view.
+_FINISHED_AS = {
+    WorkflowExecutionStatus.COMPLETED: "completed",
+    WorkflowExecutionStatus.FAILED: "failed",
+}
 
 
 @dataclass(frozen=True)
@@ -105,12 +110,15 @@ class TaskRecords:
         status: WorkflowExecutionStatus,
         description: TaskDescription | None = None,
     ) -> GetTaskResult:
-        if status == WorkflowExecutionStatus.COMPLETED:
-            view = await handle.result(rpc_timeout=self.query_timeout)
-            return self.unless_expired(task_id, GetTaskResult.from_view(view))
         if description is None:
             description = await self.describe(task_id, handle.id)
         memo_view = await self.memo_view(task_id, description, closed=True)
+        if memo_view.status == _FINISHED_AS.get(status):
+            # A small finished view is in the memo: no second read.
+            return self.unless_expired(task_id, GetTaskResult.from_view(memo_view))
+        if status == WorkflowExecutionStatus.COMPLETED:
+            view = await handle.result(rpc_timeout=self.query_timeout)
+            return self.unless_expired(task_id, GetTaskResult.from_view(view))
         closed_at = description.close_time or datetime.now(UTC)
         if status == WorkflowExecutionStatus.CANCELED:
             view = memo_view.model_copy(

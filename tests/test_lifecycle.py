@@ -23,6 +23,8 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.workflows.task_workflow import FINAL_MEMO_LIMIT
 from tests.conftest import http_client
 
 
@@ -145,6 +147,33 @@ async def test_finished_tasks_never_change(temporal_tasks: Callable[..., Tempora
         assert after.status == "completed"
         assert after.result == done.result
         assert after.last_updated_at == done.last_updated_at
+
+
+@pytest.mark.parametrize("size", [10, 40_000], ids=["view-in-memo", "view-from-result"])
+async def test_finished_tasks_read_the_same_whatever_the_size_of_their_result(
+    temporal_tasks: Callable[..., TemporalTasks], temporal_client: TemporalClient, size: int
+) -> None:
+    """A small finished view rides in the memo (one describe per read); a big one does not."""
+    mcp = FastMCP("sizes")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def text(n: int) -> str:
+        return "x" * n
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "text", {"n": size})
+        done = await task.wait()
+        again = await task.status()
+    assert done.status == again.status == "completed"
+    assert done.result == again.result
+    assert done.result is not None and done.result["content"][0]["text"] == "x" * size
+    description = await temporal_client.get_workflow_handle(
+        workflow_id_for(task.task_id, None)
+    ).describe()
+    memo = (await description.memo())["mcp"]
+    assert memo["status"] == ("completed" if size < FINAL_MEMO_LIMIT else "working")
+    assert (memo.get("result") is not None) == (size < FINAL_MEMO_LIMIT)
 
 
 async def test_only_the_tool_the_client_named_becomes_a_task(

@@ -59,6 +59,10 @@ INVALID_PARAMS = -32602
 #: Temporal rejects payloads of 2 MB or more; leave room for the codec's envelope.
 MAX_LEG_INPUT_BYTES = 1_900_000
 _DETAILS_LIMIT = 500
+#: A finished task whose view (result included) is at most this big is also
+#: written to the memo, so ``tasks/get`` reads it with one ``describe``; a
+#: bigger one is read from the workflow's result rather than stored twice.
+FINAL_MEMO_LIMIT = 16 * 1024
 
 
 class _TaskMachine(WorkflowBodyRunner):
@@ -323,10 +327,13 @@ class _TaskMachine(WorkflowBodyRunner):
 
     def _touch(self) -> None:
         self._last_updated_at = workflow.now()
-        if self._status in ("completed", "failed", "cancelled"):
-            # A closed workflow answers from its result or failure instead.
-            return
+        if self._status == "cancelled":
+            return  # read from the memo's last state and Temporal's close time
         view = self.view()
+        if self._status in ("completed", "failed"):
+            if len(view.model_dump_json()) <= FINAL_MEMO_LIMIT:
+                workflow.upsert_memo({MEMO_KEY: view.model_dump(mode="json")})
+            return
         workflow.upsert_memo({MEMO_KEY: view.model_dump(mode="json", exclude={"result", "error"})})
 
 
