@@ -19,6 +19,9 @@ then polling it every ``--poll-ms`` until it is terminal.
 - **fastmcp-tasks 4.1.4** (the peer) on Docket ``memory://`` and on a real
   ``redis-server`` with ``appendonly yes`` (durable like Temporal), same client.
 
+All systems are up at once and measured round-robin (``--rounds``, each row's
+``n`` split between the rounds), so a slow spell of the machine hits every row
+alike; the ratios the script prints at the end are between rows of that run.
 CPU seconds per task are read from ``/proc`` for this process (client, MCP
 server and worker) and for the backend process (Temporal dev server or Redis).
 """
@@ -33,7 +36,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -130,42 +133,31 @@ def echo_server(extension: Any) -> FastMCP:
     return mcp
 
 
-@asynccontextmanager
-async def mcp_sync_call(server: FastMCP) -> AsyncIterator[tuple[Create, Get]]:
+def mcp_sync_call(client: Client) -> tuple[Create, Get]:
     """A plain, synchronous ``tools/call`` of the same no-op tool: no task, no backend.
 
     Its latency is the floor of any task's "create": the MCP request path
     (JSON-RPC, middleware, tool lookup, argument validation) that every task
     creation also takes before it reaches its backend.
     """
-    async with Client(server) as client:
 
-        async def create(i: int) -> Any:
-            return await client.call_tool("echo_sync", {"text": str(i)})
+    async def create(i: int) -> Any:
+        return await client.call_tool("echo_sync", {"text": str(i)})
 
-        async def get(result: Any) -> str:
-            return "completed"
+    async def get(result: Any) -> str:
+        return "completed"
 
-        for i in range(10):
-            await create(i)
-        yield create, get
+    return create, get
 
 
-@asynccontextmanager
-async def mcp_system(server: FastMCP, tool: str = "echo") -> AsyncIterator[tuple[Create, Get]]:
-    async with Client(server) as client:
+def mcp_task_calls(client: Client, tool: str) -> tuple[Create, Get]:
+    async def create(i: int) -> Any:
+        return await call_tool_task(client, tool, {"text": str(i)})
 
-        async def create(i: int) -> Any:
-            return await call_tool_task(client, tool, {"text": str(i)})
+    async def get(task: Any) -> str:
+        return (await task.status()).status
 
-        async def get(task: Any) -> str:
-            return (await task.status()).status
-
-        for i in range(10):  # warm up
-            task = await create(i)
-            while await get(task) not in TERMINAL:
-                await asyncio.sleep(0.01)
-        yield create, get
+    return create, get
 
 
 @asynccontextmanager
@@ -200,139 +192,153 @@ async def redis_server(appendonly: bool) -> AsyncIterator[tuple[str, int]]:
 
 
 @dataclass
-class Row:
+class System:
+    """One row: how to create and read a task, and whose CPU is the backend's."""
+
     name: str
-    concurrency: int
-    tasks_per_s: float
-    create_p50: float
-    get_p50: float
-    text: str
+    create: Create
+    get: Get
+    backend_pid: Callable[[], int | None]
+    finish: Get | None = None
 
 
-async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
-    poll_s = poll_ms / 1000
-    rows: list[Row] = []
-    me = os.getpid()
+@dataclass
+class Totals:
+    """One row's samples, summed over the interleaved rounds."""
 
-    async def measure(
-        name: str,
-        system: AbstractAsyncContextManager[tuple[Create, Get]],
-        backend_pid: Callable[[], int | None],
-        finish: Get | None = None,
-    ) -> None:
-        async with system as (create, get):
-            for concurrency in concurrencies:
-                pid = backend_pid()
-                cpu_me, cpu_backend = cpu_seconds(me), cpu_seconds(pid) if pid else 0.0
-                run, elapsed = await drive(n, concurrency, create, get, poll_s, finish)
-                cpu_me = cpu_seconds(me) - cpu_me
-                cpu_backend = (cpu_seconds(pid) - cpu_backend) if pid else float("nan")
-                done = len(run.e2e)
-                text = (
-                    f"| {name} | {concurrency} | {done / elapsed:.1f} | "
-                    f"{pct(run.creates, 0.5):.1f} / {pct(run.creates, 0.99):.1f} | "
-                    f"{pct(run.gets, 0.5):.1f} / {pct(run.gets, 0.99):.1f} | "
-                    f"{pct(run.e2e, 0.5):.0f} / {pct(run.e2e, 0.99):.0f} | "
-                    f"{cpu_me / done * 1000:.1f} | {cpu_backend / done * 1000:.1f} | {run.errors} |"
-                )
-                rows.append(
-                    Row(
-                        name,
-                        concurrency,
-                        done / elapsed,
-                        pct(run.creates, 0.5),
-                        pct(run.gets, 0.5),
-                        text,
-                    )
-                )
-                print(text, flush=True)
+    run: Run = field(default_factory=Run)
+    elapsed: float = 0.0
+    cpu_me: float = 0.0
+    cpu_backend: float = 0.0
 
-    # 1. fastmcp-temporal, embedded default.
-    extension = TemporalTasks(
-        data_dir=tempfile.mkdtemp(prefix="bench-temporal-"),
-        ui=False,
-        tools={"echo_local": ToolOptions(local_legs=True)},
-    )
-    dev_pid = lambda: extension.dev_server.process.pid if extension.dev_server else None  # noqa: E731
-    ours_server = echo_server(extension)
+    @property
+    def tasks_per_s(self) -> float:
+        return len(self.run.e2e) / self.elapsed
 
-    @asynccontextmanager
-    async def ours() -> AsyncIterator[tuple[Create, Get]]:
-        async with mcp_system(ours_server) as pair:
-            yield pair
-            await raw_engine_runs()
-
-    async def raw_engine_runs() -> None:
-        # 2. The raw engine on the same dev server, while it is up.
-        assert extension.dev_server is not None
-        raw = await TemporalClient.connect(extension.dev_server.address)
-        runner = RUNNER
-        for label, wf, eager in [
-            (RAW_START, EchoWorkflow, False),
-            ("raw engine: workflow + local activity", EchoLocalWorkflow, False),
-            ("raw engine: workflow + activity, eager start", EchoWorkflow, True),
-            ("raw engine: workflow + local activity, eager start", EchoLocalWorkflow, True),
-        ]:
-            queue = f"raw-{wf.__name__}-{eager}"
-
-            @asynccontextmanager
-            async def raw_system(
-                wf: Any = wf, eager: bool = eager, queue: str = queue
-            ) -> AsyncIterator[tuple[Create, Get]]:
-                async with Worker(
-                    raw,
-                    task_queue=queue,
-                    workflows=[wf],
-                    activities=[echo_activity],
-                    workflow_runner=runner,
-                ):
-                    prefix = f"{queue}-{time.time_ns()}"
-
-                    async def create(i: int) -> Any:
-                        return await raw.start_workflow(
-                            wf.run,
-                            "x",
-                            id=f"{prefix}-{i}-{time.time_ns()}",
-                            task_queue=queue,
-                            request_eager_start=eager,
-                        )
-
-                    async def get(handle: Any) -> str:
-                        return str(await handle.query(wf.status))
-
-                    for i in range(10):
-                        await (await create(i)).result()
-                    yield create, get
-
-            async def finish(handle: Any) -> str:
-                await handle.result()
-                return "completed"
-
-            await measure(label, raw_system(), dev_pid, finish=finish)
-            # The query latency of the raw engine, for the `tasks/get` column.
-            await measure(label + " (polled by query)", raw_system(), dev_pid)
-
-    await measure(OURS, ours(), dev_pid)
-    await measure(OURS_LOCAL, mcp_system(ours_server, tool="echo_local"), dev_pid)
-    await measure(SYNC_FLOOR, mcp_sync_call(ours_server), lambda: None)
-
-    # 3. The peer: fastmcp-tasks on Docket, memory:// and Redis with AOF.
-    await measure(
-        "fastmcp-tasks, Docket memory://",
-        mcp_system(echo_server(TasksExtension(url="memory://"))),
-        lambda: None,
-    )
-    async with redis_server(appendonly=True) as (url, redis_pid):
-        await measure(
-            "fastmcp-tasks, Redis (AOF on)",
-            mcp_system(echo_server(TasksExtension(url=url))),
-            lambda: redis_pid,
+    def text(self, name: str, concurrency: int) -> str:
+        run, done = self.run, len(self.run.e2e)
+        return (
+            f"| {name} | {concurrency} | {self.tasks_per_s:.1f} | "
+            f"{pct(run.creates, 0.5):.1f} / {pct(run.creates, 0.99):.1f} | "
+            f"{pct(run.gets, 0.5):.1f} / {pct(run.gets, 0.99):.1f} | "
+            f"{pct(run.e2e, 0.5):.0f} / {pct(run.e2e, 0.99):.0f} | "
+            f"{self.cpu_me / done * 1000:.1f} | {self.cpu_backend / done * 1000:.1f} | "
+            f"{run.errors} |"
         )
+
+
+async def warm_up(system: System) -> None:
+    """First calls pay for pollers, caches and sandboxes; they are not measured."""
+    for i in range(10):
+        handle = await system.create(i)
+        if system.finish is not None:
+            await system.finish(handle)
+        else:
+            while await system.get(handle) not in TERMINAL:
+                await asyncio.sleep(0.01)
+
+
+async def measure_once(system: System, totals: Totals, n: int, concurrency: int, poll_s: float):
+    me, pid = os.getpid(), system.backend_pid()
+    cpu_me, cpu_backend = cpu_seconds(me), cpu_seconds(pid) if pid else 0.0
+    run, elapsed = await drive(n, concurrency, system.create, system.get, poll_s, system.finish)
+    totals.cpu_me += cpu_seconds(me) - cpu_me
+    totals.cpu_backend += (cpu_seconds(pid) - cpu_backend) if pid else float("nan")
+    totals.elapsed += elapsed
+    totals.run.creates += run.creates
+    totals.run.gets += run.gets
+    totals.run.e2e += run.e2e
+    totals.run.errors += run.errors
+
+
+async def raw_systems(stack: AsyncExitStack, address: str, dev_pid: Callable[[], int | None]):
+    """The raw engine on our dev server: each configuration waited on and polled."""
+    raw = await TemporalClient.connect(address)
+    systems: list[System] = []
+    for label, wf, eager in [
+        (RAW_START, EchoWorkflow, False),
+        ("raw engine: workflow + local activity", EchoLocalWorkflow, False),
+        ("raw engine: workflow + activity, eager start", EchoWorkflow, True),
+        ("raw engine: workflow + local activity, eager start", EchoLocalWorkflow, True),
+    ]:
+        queue = f"raw-{wf.__name__}-{eager}"
+        await stack.enter_async_context(
+            Worker(
+                raw,
+                task_queue=queue,
+                workflows=[wf],
+                activities=[echo_activity],
+                workflow_runner=RUNNER,
+            )
+        )
+
+        async def create(i: int, wf: Any = wf, eager: bool = eager, queue: str = queue) -> Any:
+            return await raw.start_workflow(
+                wf.run,
+                "x",
+                id=f"{queue}-{i}-{time.time_ns()}",
+                task_queue=queue,
+                request_eager_start=eager,
+            )
+
+        async def get(handle: Any, wf: Any = wf) -> str:
+            return str(await handle.query(wf.status))
+
+        async def finish(handle: Any) -> str:
+            await handle.result()
+            return "completed"
+
+        systems.append(System(label, create, get, dev_pid, finish=finish))
+        systems.append(System(label + " (polled by query)", create, get, dev_pid))
+    return systems
+
+
+async def main(n: int, concurrencies: list[int], poll_ms: int, rounds: int) -> None:
+    poll_s = poll_ms / 1000
+    async with AsyncExitStack() as stack:
+        # 1. fastmcp-temporal, embedded default (and its opt-in local legs).
+        extension = TemporalTasks(
+            data_dir=tempfile.mkdtemp(prefix="bench-temporal-"),
+            ui=False,
+            tools={"echo_local": ToolOptions(local_legs=True)},
+        )
+        ours = await stack.enter_async_context(Client(echo_server(extension)))
+        assert extension.dev_server is not None
+        dev_pid = extension.dev_server.process.pid
+        systems = [
+            System(OURS, *mcp_task_calls(ours, "echo"), lambda: dev_pid),
+            System(OURS_LOCAL, *mcp_task_calls(ours, "echo_local"), lambda: dev_pid),
+            System(SYNC_FLOOR, *mcp_sync_call(ours), lambda: None),
+        ]
+        # 2. The raw engine on the same dev server.
+        systems += await raw_systems(stack, extension.dev_server.address, lambda: dev_pid)
+        # 3. The peer: fastmcp-tasks on Docket, memory:// and Redis with AOF.
+        memory = await stack.enter_async_context(
+            Client(echo_server(TasksExtension(url="memory://")))
+        )
+        systems.append(System(PEER_MEMORY, *mcp_task_calls(memory, "echo"), lambda: None))
+        url, redis_pid = await stack.enter_async_context(redis_server(appendonly=True))
+        redis = await stack.enter_async_context(Client(echo_server(TasksExtension(url=url))))
+        systems.append(System(PEER_REDIS, *mcp_task_calls(redis, "echo"), lambda: redis_pid))
+
+        for system in systems:
+            await warm_up(system)
+        totals = {(s.name, c): Totals() for s in systems for c in concurrencies}
+        for concurrency in concurrencies:
+            # Round-robin, so that a slow spell of the machine hits every row alike.
+            for round_number in range(rounds):
+                for system in systems:
+                    share = n // rounds + (1 if round_number < n % rounds else 0)
+                    await measure_once(
+                        system, totals[system.name, concurrency], share, concurrency, poll_s
+                    )
+            for system in systems:
+                print(totals[system.name, concurrency].text(system.name, concurrency), flush=True)
 
     print()
     print(
-        f"n = {n} tasks per row, poll every {poll_ms} ms; latencies in ms (p50 / p99); "
-        "CPU in ms per task"
+        f"n = {n} tasks per row in {rounds} interleaved rounds, poll every {poll_ms} ms; "
+        "latencies in ms (p50 / p99); CPU in ms per task"
     )
     print()
     print(
@@ -340,39 +346,56 @@ async def main(n: int, concurrencies: list[int], poll_ms: int) -> None:
         "end to end p50 / p99 | CPU this process | CPU backend | errors |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(row.text for row in rows))
+    for concurrency in concurrencies:
+        for system in systems:
+            print(totals[system.name, concurrency].text(system.name, concurrency))
     print()
-    print_ratios(rows, concurrencies)
+    print_ratios(totals, [s.name for s in systems], concurrencies)
 
 
 RAW_START = "raw engine: workflow + activity"
+PEER_MEMORY = "fastmcp-tasks, Docket memory://"
+PEER_REDIS = "fastmcp-tasks, Redis (AOF on)"
 OURS = "fastmcp-temporal (embedded dev server)"
 OURS_LOCAL = "fastmcp-temporal, local legs (`ToolOptions(local_legs=True)`)"
 SYNC_FLOOR = "FastMCP synchronous `tools/call`, no task (the MCP path alone)"
 
 
-def print_ratios(rows: list[Row], concurrencies: list[int]) -> None:
+def print_ratios(
+    totals: dict[tuple[str, int], Totals], names: list[str], concurrencies: list[int]
+) -> None:
     """The issue's targets, as ratios between rows of this one run."""
     print("| ratio (this run) | concurrency | value |")
     print("|---|---|---|")
     for concurrency in concurrencies:
-        at = {row.name: row for row in rows if row.concurrency == concurrency}
-        raw = [row for name, row in at.items() if name.startswith("raw engine")]
-        best = max(raw, key=lambda row: row.tasks_per_s)
+        at = {name: totals[name, concurrency] for name in names}
+        best_raw = max(
+            (name for name in names if name.startswith("raw engine")),
+            key=lambda name: at[name].tasks_per_s,
+        )
+        best_polled = max(
+            (name for name in names if name.startswith("raw engine") and "polled" in name),
+            key=lambda name: at[name].tasks_per_s,
+        )
         for name in (OURS, OURS_LOCAL):
-            ratio = at[name].tasks_per_s / best.tasks_per_s
-            print(
-                f"| throughput {name} / best raw ({best.name}) | {concurrency} | "
-                f"{at[name].tasks_per_s:.1f} / {best.tasks_per_s:.1f} = **{ratio:.2f} x** |"
-            )
-        start = at[RAW_START].create_p50
+            for best in (best_raw, best_polled):
+                ours, raw = at[name].tasks_per_s, at[best].tasks_per_s
+                print(
+                    f"| throughput {name} / {best} | {concurrency} | "
+                    f"{ours:.1f} / {raw:.1f} = **{ours / raw:.2f} x** |"
+                )
+        start = pct(at[RAW_START].run.creates, 0.5)
         for name in (OURS, SYNC_FLOOR):
-            create = at[name].create_p50
+            create = pct(at[name].run.creates, 0.5)
             print(
                 f"| create p50 {name} / raw `start_workflow` | {concurrency} | "
                 f"{create:.1f} / {start:.1f} ms = **{create / start:.2f} x** |"
             )
-        print(f"| `tasks/get` p50 {OURS} | {concurrency} | **{at[OURS].get_p50:.1f} ms** |")
+        for name in (OURS, OURS_LOCAL):
+            print(
+                f"| `tasks/get` p50 {name} | {concurrency} | "
+                f"**{pct(at[name].run.gets, 0.5):.1f} ms** |"
+            )
 
 
 if __name__ == "__main__":
@@ -380,5 +403,6 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 20])
     parser.add_argument("--poll-ms", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    asyncio.run(main(args.n, args.concurrency, args.poll_ms))
+    asyncio.run(main(args.n, args.concurrency, args.poll_ms, args.rounds))
