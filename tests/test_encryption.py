@@ -30,10 +30,10 @@ from fastmcp_tasks import call_tool_task
 from fastmcp_tasks.client import ToolTask
 from mcp.shared.exceptions import MCPError
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import History
 from temporalio.client import Client as TemporalClient
-from temporalio.client import WorkflowExecutionStatus
 from temporalio.converter import DataConverter
 
 from fastmcp_temporal import DevServer, LegPolicy, TemporalTasks
@@ -388,11 +388,11 @@ async def test_an_undecryptable_task_fails_closed_with_a_clear_status(
     """Never retried forever, never run without its caller: failed, and ``tasks/get`` says why.
 
     Both front ends -- the one holding the creating key and the one that does
-    not -- report the same failure. While a leg's attempts fail, ``tasks/get``
-    shows the decoded reason (never the placeholder "Encoded failure"). The
-    workflow-input cases wait on Temporal rather than polling ``tasks/get``: a
-    query that lands inside the very first workflow task delays the failure
-    by ~20 s (see the README's "Encryption" section), which is not under test.
+    not -- report the same failure. The client polls from the first moment, as
+    clients do: a poll never asks the worker about a task that is not parked,
+    so it cannot land inside the workflow task that fails it. While a leg's
+    attempts fail, ``tasks/get`` shows the decoded reason (never the
+    placeholder "Encoded failure").
     """
     keys = {"a": f"a:{new_key()}", "b": f"b:{new_key()}"}
     async with front_and_worker(
@@ -406,13 +406,22 @@ async def test_an_undecryptable_task_fails_closed_with_a_clear_status(
         handle = temporal_client.get_workflow_handle(workflow_id_for(task.task_id, None))
         seen: list[str] = []
         for _ in range(300):
-            if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+            polled = await task.status()
+            if polled.status != "working":
                 break
-            if legs_only:
-                seen.append((await task.status()).status_message or "")
+            seen.append(polled.status_message or "")
             await asyncio.sleep(0.1)
         status = await task.status()
         assert status.status == "failed", seen[-3:]
+        # Failed by the first attempt of the workflow task that could not decode
+        # it: no workflow task failed (and waited for Temporal's retry) on the way.
+        history = await handle.fetch_history()
+        failed_attempts = [
+            event
+            for event in history.events
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+        ]
+        assert not failed_attempts, failed_attempts
         assert expected in (status.status_message or "")
         assert status.error and expected in status.error["message"]
         other_view = await ToolTask(reading, "echo", task.create_result).status()
