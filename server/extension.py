@@ -67,6 +67,7 @@ from fastmcp_temporal.server.creation import create_task, task_scope
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.plugin import McpTasksPlugin
+from fastmcp_temporal.server.signals import sigterm_unwinds
 from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.wire import (
     AckResult,
@@ -338,6 +339,7 @@ class TemporalTasks(ServerExtension):
             install_progress_bridge()
             stack.callback(uninstall_progress_bridge)
             if self._run_worker:
+                stack.enter_context(sigterm_unwinds())
                 options: dict[str, Any] = {
                     "max_heartbeat_throttle_interval": timedelta(seconds=1),
                     "graceful_shutdown_timeout": timedelta(seconds=2),

@@ -6,6 +6,7 @@ Marked ``chaos``; CI runs them with the rest of the suite.
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -87,6 +88,40 @@ async def test_kill_and_restart_the_mcp_server_mid_flight(tmp_path: Path) -> Non
     assert [f.result["structuredContent"]["result"] for f in finals if f.result] == [
         f"t{i} rested" for i in range(10)
     ]
+
+
+async def test_sigterm_hands_the_running_leg_back_at_once(tmp_path: Path) -> None:
+    """SIGTERM unwinds ``mcp.run``'s lifespan, so the in-process worker shuts down.
+
+    Its running leg is handed back to Temporal with the worker's shutdown (the
+    next worker runs it at once) instead of being found dead when its heartbeat
+    times out; the process exits as a SIGTERM'd process does (143).
+    """
+    port, runs = free_port(), tmp_path / "runs"
+    runs.mkdir()
+    url = f"http://127.0.0.1:{port}/mcp"
+    args = ("tests.processes.http_server", "--port", str(port), "--data-dir", str(tmp_path))
+    server = spawn(*args)
+    try:
+        await _wait_for_http(url)
+        async with Client(url) as client:
+            task = await call_tool_task(client, "hold", {"marker_dir": str(runs)})
+        await eventually(lambda: len(list(runs.glob("run-*"))) == 1)
+        server.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(server.wait, 60) == 128 + signal.SIGTERM
+        server = spawn(*args)
+        await _wait_for_http(url)
+        async with Client(url) as client:
+            resumed = ToolTask(client, "hold", task.create_result)
+            await eventually(lambda: len(list(runs.glob("run-*"))) == 2)
+            retrying = (await resumed.status()).status_message or ""
+            (runs / "release").write_text("")
+            final = await resumed.wait(timeout=60)
+    finally:
+        kill(server)
+    assert retrying.startswith("Retrying (attempt 2)"), retrying
+    assert "Worker is shutting down" in retrying, retrying
+    assert final.status == "completed"
 
 
 async def test_restart_the_temporal_server_with_tasks_running_and_parked(

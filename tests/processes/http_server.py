@@ -4,13 +4,15 @@
 
 It owns its embedded dev server (SQLite file in ``D``), so killing this process
 takes Temporal down with it; starting it again on the same data directory must
-bring every task back.
+bring every task back. It runs the way a user's server runs: ``mcp.run``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import uuid
+from pathlib import Path
 
 from fastmcp import Context, FastMCP
 
@@ -32,6 +34,15 @@ def build(data_dir: str) -> FastMCP:
     async def nap(seconds: float, tag: str, ctx: Context) -> str:
         await asyncio.sleep(seconds)
         return f"{tag} rested"
+
+    @mcp.tool(task=True)
+    async def hold(marker_dir: str, ctx: Context) -> str:
+        """Record each run of the body, then wait for the test's ``release`` file."""
+        runs = Path(marker_dir)
+        (runs / f"run-{uuid.uuid4().hex}").write_text(ctx.task_id or "")
+        while not (runs / "release").exists():
+            await asyncio.sleep(0.05)
+        return "released"
 
     return mcp
 
