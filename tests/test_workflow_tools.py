@@ -17,6 +17,7 @@ from fastmcp.client.elicitation import ElicitResult
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp_tasks import call_tool_task
 from fastmcp_tasks.client import _send_update
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
@@ -27,6 +28,8 @@ from fastmcp_temporal import (
     workflow_tool,
     workflow_tool_parts,
 )
+from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.workflows.models import INPUT_SIGNAL
 from tests.conftest import http_client
 from tests.helpers import eventually, front_end, kill, spawn_worker
 from tests.processes.agent_server import mcp as agent_server
@@ -55,6 +58,46 @@ async def test_the_tool_schema_comes_from_the_workflow(
     assert set(tool.output_schema["properties"]) == {"greeting", "asked_by", "steps"}
     registered = await server.get_tool("greeter_agent")
     assert registered is not None and registered.task_config.mode == "required"
+
+
+async def test_an_answered_question_never_shows_again(
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    tmp_path: Path,
+) -> None:
+    """From the ``tasks/update`` on, no poll shows the answered key -- not even while
+    the answer is on its way to the tool's workflow (which would make a client ask twice).
+
+    Polls read the memo, so the workflow task that takes the answer must also
+    rewrite the memo; relaying the answer to the child takes another one.
+    """
+    server = greeter_server(temporal_tasks())
+    async with Client(server) as client:
+        task = await call_tool_task(client, "greeter_agent", {"marker_dir": str(tmp_path)})
+        parked = await task.wait(state="input_required", timeout=30)
+        (key,) = parked.input_requests
+        await _send_update(
+            client.session, task.task_id, {key: {"action": "accept", "content": {"name": "Ada"}}}
+        )
+        views = []
+        while not views or views[-1].status == "input_required":
+            views.append(await task.status())
+            await asyncio.sleep(0.005)
+        (tmp_path / "release").write_text("")
+        await task.wait(timeout=30)
+    assert [view for view in views if key in (view.input_requests or {})] == []
+    history = await temporal_client.get_workflow_handle(
+        workflow_id_for(task.task_id, None)
+    ).fetch_history()
+    kinds = [EventType.Name(event.event_type) for event in history.events]
+    answered = next(
+        i
+        for i, event in enumerate(history.events)
+        if event.workflow_execution_signaled_event_attributes.signal_name == INPUT_SIGNAL
+    )
+    taken = kinds.index("EVENT_TYPE_WORKFLOW_TASK_COMPLETED", answered)
+    same_task = kinds[taken + 1 : kinds.index("EVENT_TYPE_WORKFLOW_TASK_SCHEDULED", taken)]
+    assert "EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED" in same_task, same_task
 
 
 async def test_a_full_run_with_input_over_http(

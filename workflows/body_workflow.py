@@ -79,9 +79,12 @@ class WorkflowBodyRunner:
             await workflow.wait_condition(lambda: child.done() or bool(self._answers))
             if self._answers:
                 answers, self._answers = self._answers, {}
-                await child.signal(BODY_ANSWER_SIGNAL, answers)
                 if not self._outstanding and self._status == "input_required":
+                    # Every question is answered: the task works again in this
+                    # workflow task, not once the child has the answers (a later
+                    # one) -- a poll in between would show answered questions.
                     self._transition("working")
+                await child.signal(BODY_ANSWER_SIGNAL, answers)
                 continue
             break
         try:
