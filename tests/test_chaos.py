@@ -66,9 +66,7 @@ async def test_kill_9_the_worker_with_20_tasks_mid_leg(
 
 async def test_kill_and_restart_the_mcp_server_mid_flight(tmp_path: Path) -> None:
     """The server owns its embedded Temporal; a new process on the same data dir resumes all."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    args = ("tests.processes.http_server", "--port", str(port), "--data-dir", str(tmp_path))
+    url, args = _restartable_server(tmp_path)
     server = spawn(*args)
     try:
         await _wait_for_http(url)
@@ -97,22 +95,21 @@ async def test_sigterm_hands_the_running_leg_back_at_once(tmp_path: Path) -> Non
     next worker runs it at once) instead of being found dead when its heartbeat
     times out; the process exits as a SIGTERM'd process does (143).
     """
-    port, runs = free_port(), tmp_path / "runs"
+    runs = tmp_path / "runs"
     runs.mkdir()
-    url = f"http://127.0.0.1:{port}/mcp"
-    args = ("tests.processes.http_server", "--port", str(port), "--data-dir", str(tmp_path))
+    url, args = _restartable_server(tmp_path)
     server = spawn(*args)
     try:
         await _wait_for_http(url)
         async with Client(url) as client:
-            task = await call_tool_task(client, "hold", {"marker_dir": str(runs)})
+            task = await call_tool_task(client, "record_and_wait", {"marker_dir": str(runs)})
         await eventually(lambda: len(list(runs.glob("run-*"))) == 1)
         server.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(server.wait, 60) == 128 + signal.SIGTERM
         server = spawn(*args)
         await _wait_for_http(url)
         async with Client(url) as client:
-            resumed = ToolTask(client, "hold", task.create_result)
+            resumed = ToolTask(client, "record_and_wait", task.create_result)
             await eventually(lambda: len(list(runs.glob("run-*"))) == 2)
             retrying = (await resumed.status()).status_message or ""
             (runs / "release").write_text("")
@@ -183,6 +180,13 @@ async def test_load_1000_tasks_from_50_concurrent_http_clients(
     async with run_server_async(mcp) as url:
         results = await asyncio.gather(*(one_client(url, 20 * c) for c in range(50)))
     assert sorted(n for batch in results for n in batch) == list(range(1000))
+
+
+def _restartable_server(data_dir: Path) -> tuple[str, tuple[str, ...]]:
+    """The URL and ``python -m`` arguments of ``tests.processes.http_server`` on a free port."""
+    port = free_port()
+    args = ("tests.processes.http_server", "--port", str(port), "--data-dir", str(data_dir))
+    return f"http://127.0.0.1:{port}/mcp", args
 
 
 def _resume(client: Client, task: ToolTask) -> ToolTask:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import uuid
-from pathlib import Path
 
 from fastmcp import Context, FastMCP
 
 from fastmcp_temporal import LegPolicy, TemporalTasks
+from tests.processes.crash_server import mcp as crash_server
 
 
 def build(data_dir: str) -> FastMCP:
@@ -35,14 +34,7 @@ def build(data_dir: str) -> FastMCP:
         await asyncio.sleep(seconds)
         return f"{tag} rested"
 
-    @mcp.tool(task=True)
-    async def hold(marker_dir: str, ctx: Context) -> str:
-        """Record each run of the body, then wait for the test's ``release`` file."""
-        runs = Path(marker_dir)
-        (runs / f"run-{uuid.uuid4().hex}").write_text(ctx.task_id or "")
-        while not (runs / "release").exists():
-            await asyncio.sleep(0.05)
-        return "released"
+    mcp.mount(crash_server)  # record_and_wait: records each run, waits for ``release``
 
     return mcp
 
