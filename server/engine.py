@@ -39,7 +39,7 @@ from temporalio.common import QueryRejectCondition
 from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.starter import ToolOptions, WorkflowStarter
-from fastmcp_temporal.server.task_records import TaskDescription, TaskRecords
+from fastmcp_temporal.server.task_records import TaskRecords
 from fastmcp_temporal.server.wire import (
     CreateTaskResult,
     GetTaskResult,
@@ -203,7 +203,7 @@ class TaskEngine:
         gone). Querying only then keeps polls off the worker's hot path.
         """
         handle = self._handle(task_id, scope)
-        description = await self._describe(task_id, handle)
+        description = await self.records.describe(task_id, handle.id)
         if description.status != WorkflowExecutionStatus.RUNNING:
             return await self.records.closed_view(task_id, handle, description.status, description)
         memo = await self.records.memo_view(task_id, description)
@@ -238,7 +238,7 @@ class TaskEngine:
         key are dropped here, as the workflow would drop them.
         """
         handle = self._handle(task_id, scope)
-        description = await self._describe(task_id, handle)
+        description = await self.records.describe(task_id, handle.id)
         if description.status != WorkflowExecutionStatus.RUNNING:
             # A finished task ignores answers; an expired one is not found.
             await self.records.closed_view(task_id, handle, description.status, description)
@@ -287,11 +287,6 @@ class TaskEngine:
             if err.status == RPCStatusCode.NOT_FOUND:
                 raise task_not_found(task_id) from None
             raise
-
-    async def _describe(
-        self, task_id: str, handle: WorkflowHandle[Any, TaskView]
-    ) -> TaskDescription:
-        return await self.records.describe(task_id, handle.id)
 
     def _handle(self, task_id: str, scope: str | None) -> WorkflowHandle[Any, TaskView]:
         if not _TASK_ID.match(task_id):
