@@ -30,6 +30,7 @@ from fastmcp.server.dependencies import _background_task_headers, _background_ta
 from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from fastmcp.utilities.exceptions import get_http_status_code, is_timeout_error
+from fastmcp.utilities.types import get_cached_typeadapter
 from fastmcp.utilities.versions import VersionSpec
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -138,12 +139,7 @@ class ToolLegActivity:
                 type="UnknownTool",
                 non_retryable=False,
             )
-        component = tool
-        if isinstance(tool, FastMCPProviderTool):
-            for candidate in await server.get_tasks():
-                if isinstance(candidate, Tool) and candidate.key == tool.key:
-                    component = candidate
-                    break
+        component = await registered_component(server, tool)
         owner, local_name = server, tool.name
         probe: Tool | None = tool
         while isinstance(probe, FastMCPProviderTool):
@@ -153,6 +149,16 @@ class ToolLegActivity:
             except NotFoundError:
                 break
         return component, owner, local_name
+
+
+async def registered_component(server: FastMCP, tool: Tool) -> Tool:
+    """The component ``get_tasks()`` registers for ``tool`` (unwraps mounted tools)."""
+    if not isinstance(tool, FastMCPProviderTool):
+        return tool
+    for component in await server.get_tasks():
+        if isinstance(component, Tool) and component.key == tool.key:
+            return component
+    return tool
 
 
 def _body_result(component: Tool, owner: FastMCP, name: str, body: BodyOutcome) -> LegOutcome:
@@ -169,7 +175,7 @@ def _body_result(component: Tool, owner: FastMCP, name: str, body: BodyOutcome) 
         return _result_outcome(_error_result(message))
     value = body.value
     if component.return_type is not None:
-        value = TypeAdapter(component.return_type).validate_python(value)
+        value = get_cached_typeadapter(component.return_type).validate_python(value)
     return _outcome_from(component.convert_result(value))
 
 

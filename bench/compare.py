@@ -46,7 +46,7 @@ import fastmcp_tasks  # noqa: F401  (client half)
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension, call_tool_task
-from raw_engine import RUNNER, EchoLocalWorkflow, EchoWorkflow, echo_activity
+from raw_engine import RUNNER, EchoWorkflow, echo_activity
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
@@ -255,34 +255,36 @@ async def raw_systems(stack: AsyncExitStack, address: str, dev_pid: Callable[[],
     """The raw engine on our dev server: each configuration waited on and polled."""
     raw = await TemporalClient.connect(address)
     systems: list[System] = []
-    for label, wf, eager in [
-        (RAW_START, EchoWorkflow, False),
-        ("raw engine: workflow + local activity", EchoLocalWorkflow, False),
-        ("raw engine: workflow + activity, eager start", EchoWorkflow, True),
-        ("raw engine: workflow + local activity, eager start", EchoLocalWorkflow, True),
+    for label, local, eager in [
+        (RAW_START, False, False),
+        ("raw engine: workflow + local activity", True, False),
+        ("raw engine: workflow + activity, eager start", False, True),
+        ("raw engine: workflow + local activity, eager start", True, True),
     ]:
-        queue = f"raw-{wf.__name__}-{eager}"
+        queue = f"raw-local-{local}-eager-{eager}"
         await stack.enter_async_context(
             Worker(
                 raw,
                 task_queue=queue,
-                workflows=[wf],
+                workflows=[EchoWorkflow],
                 activities=[echo_activity],
                 workflow_runner=RUNNER,
             )
         )
 
-        async def create(i: int, wf: Any = wf, eager: bool = eager, queue: str = queue) -> Any:
+        async def create(
+            i: int, local: bool = local, eager: bool = eager, queue: str = queue
+        ) -> Any:
             return await raw.start_workflow(
-                wf.run,
-                "x",
+                EchoWorkflow.run,
+                args=["x", local],
                 id=f"{queue}-{i}-{time.time_ns()}",
                 task_queue=queue,
                 request_eager_start=eager,
             )
 
-        async def get(handle: Any, wf: Any = wf) -> str:
-            return str(await handle.query(wf.status))
+        async def get(handle: Any) -> str:
+            return str(await handle.query(EchoWorkflow.status))
 
         async def finish(handle: Any) -> str:
             await handle.result()

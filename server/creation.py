@@ -20,7 +20,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from fastmcp import FastMCP
 from fastmcp.exceptions import ValidationError
 from fastmcp.server.context import Context, _log_level_session_key
 from fastmcp.server.dependencies import (
@@ -28,7 +27,6 @@ from fastmcp.server.dependencies import (
     get_http_headers,
     without_injected_parameters,
 )
-from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.server.sessions import current_principal
 from fastmcp.tools.base import Tool
 from fastmcp.tools.function_tool import (
@@ -43,6 +41,7 @@ from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import to_jsonable_python
 
+from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.wire import CreateTaskResult
 from fastmcp_temporal.server.workflow_tools import spec_for
@@ -187,13 +186,3 @@ async def create_task(
         caller=caller,
         body=body,
     )
-
-
-async def registered_component(server: FastMCP, tool: Tool) -> Tool:
-    """The component ``get_tasks()`` registers for ``tool`` (unwraps mounted tools)."""
-    if not isinstance(tool, FastMCPProviderTool):
-        return tool
-    for component in await server.get_tasks():
-        if isinstance(component, Tool) and component.key == tool.key:
-            return component
-    return tool

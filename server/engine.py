@@ -6,7 +6,8 @@
 | ``tasks/get`` (open)       | ``describe``: memo of the last state change + the leg's |
 |                            | heartbeat; query ``mcp_task`` while an answer to a      |
 |                            | parked task may be pending                              |
-| ``tasks/get`` (closed)     | the workflow's result / failure (``task_records``)      |
+| ``tasks/get`` (closed)     | the finished view in the memo; a big one from the       |
+|                            | workflow's result / failure (``task_records``)          |
 | ``tasks/update``           | signal ``mcp_input`` (durable when the RPC returns)    |
 | ``tasks/cancel``           | workflow cancellation                                  |
 
@@ -206,9 +207,8 @@ class TaskEngine:
         description = await self.records.describe(task_id, handle.id)
         if description.status != WorkflowExecutionStatus.RUNNING:
             return await self.records.closed_view(task_id, handle, description.status, description)
-        memo = await self.records.memo_view(task_id, description)
-        view: TaskView | None = None
-        if memo.status == "input_required" and description.has_pending_workflow_task:
+        view = await self.records.memo_view(task_id, description)
+        if view.status == "input_required" and description.has_pending_workflow_task:
             try:
                 view = await handle.query(
                     VIEW_QUERY,
@@ -221,9 +221,7 @@ class TaskEngine:
             except (RPCError, WorkflowQueryFailedError):
                 # No worker could answer in time (or it could not decrypt the
                 # task): the memo still has the last state change.
-                view = None
-        if view is None:
-            view = memo
+                pass
         if view.status == "working":
             return GetTaskResult.from_view(view, await self.records.leg_progress(description))
         return GetTaskResult.from_view(view)

@@ -176,6 +176,9 @@ class _TaskMachine(WorkflowBodyRunner):
             f"Running **{start.tool_name}**, leg {round_number}. Its latest progress message "
             "is in the pending activity's heartbeat details."
         )
+        retry = RetryPolicy(
+            maximum_attempts=policy.max_attempts, initial_interval=timedelta(seconds=1)
+        )
         try:
             if policy.local:
                 return await workflow.execute_local_activity(
@@ -183,10 +186,7 @@ class _TaskMachine(WorkflowBodyRunner):
                     request,
                     result_type=LegOutcome,
                     start_to_close_timeout=timedelta(seconds=policy.local_timeout_s),
-                    retry_policy=RetryPolicy(
-                        maximum_attempts=policy.max_attempts,
-                        initial_interval=timedelta(seconds=1),
-                    ),
+                    retry_policy=retry,
                     summary=f"{start.tool_name} · leg {round_number} (local)",
                 )
             return await workflow.execute_activity(
@@ -196,10 +196,7 @@ class _TaskMachine(WorkflowBodyRunner):
                 task_queue=policy.task_queue,
                 start_to_close_timeout=timedelta(seconds=policy.start_to_close_timeout_s),
                 heartbeat_timeout=timedelta(seconds=policy.heartbeat_timeout_s),
-                retry_policy=RetryPolicy(
-                    maximum_attempts=policy.max_attempts,
-                    initial_interval=timedelta(seconds=1),
-                ),
+                retry_policy=retry,
                 cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 summary=f"{start.tool_name} · leg {round_number}",
             )
