@@ -12,41 +12,18 @@ non-determinism error. No Temporal server is needed.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from fastmcp import FastMCP
-from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer
 
-from fastmcp_temporal import McpTasksPlugin
 from fastmcp_temporal.server.codec import ENCODING, KEY_ENV
 from tests.histories.agent import AskingAgent
 from tests.histories.paths import ENCRYPTED_FILES, FILES, PATHS, TEST_ENCRYPTION_KEY
-
-HISTORIES = Path(__file__).parent / "histories"
+from tests.histories.replay import HISTORIES, load_history, task_replayer
 
 
 @pytest.fixture(autouse=True)
 def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """The converter is the test's choice; an exported key must not change it."""
     monkeypatch.delenv(KEY_ENV, raising=False)
-
-
-def load(file: str) -> WorkflowHistory:
-    """A recorded history, under the workflow id it ran with (a child's id derives from it)."""
-    data = json.loads((HISTORIES / f"{file}.json").read_text())
-    started = data["events"][0]["workflowExecutionStartedEventAttributes"]
-    return WorkflowHistory.from_json(started["workflowId"], data)
-
-
-def replayer(encryption_key: str | None = None) -> Replayer:
-    """A replayer configured like a worker: the plugin brings workflows, converter, sandbox."""
-    plugin = McpTasksPlugin(
-        FastMCP("replay"), encryption_key=encryption_key, workflows=[AskingAgent]
-    )
-    return Replayer(workflows=[], plugins=[plugin])
 
 
 def test_the_recorded_histories_are_exactly_the_declared_paths() -> None:
@@ -59,14 +36,14 @@ def test_the_recorded_histories_are_exactly_the_declared_paths() -> None:
 @pytest.mark.parametrize("file", FILES)
 async def test_a_recorded_history_replays_on_the_current_workflow_code(file: str) -> None:
     key = TEST_ENCRYPTION_KEY if file in ENCRYPTED_FILES else None
-    result = await replayer(key).replay_workflow(load(file))
+    result = await task_replayer([AskingAgent], key).replay_workflow(load_history(file))
     assert result.replay_failure is None
 
 
-def test_the_encrypted_history_is_sealed_and_needs_its_key() -> None:
+def test_the_encrypted_history_is_sealed() -> None:
     """The encrypted path really carries ciphertext, so its replay proves the codec in play."""
     for file in ENCRYPTED_FILES:
-        started = load(file).events[0].workflow_execution_started_event_attributes
+        started = load_history(file).events[0].workflow_execution_started_event_attributes
         (payload,) = started.input.payloads
         assert payload.metadata["encoding"] == ENCODING
     assert ENCRYPTED_FILES, "no encrypted path recorded"
@@ -75,5 +52,7 @@ def test_the_encrypted_history_is_sealed_and_needs_its_key() -> None:
 async def test_the_encrypted_history_does_not_replay_without_its_key() -> None:
     """The control: without the key the same history cannot be replayed at all."""
     (file,) = ENCRYPTED_FILES
-    result = await replayer().replay_workflow(load(file), raise_on_replay_failure=False)
+    result = await task_replayer([AskingAgent]).replay_workflow(
+        load_history(file), raise_on_replay_failure=False
+    )
     assert result.replay_failure is not None
