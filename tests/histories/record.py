@@ -27,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path as FsPath
 
+import fastmcp
 from temporalio.client import Client as TemporalClient
 from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -104,10 +105,10 @@ def main(argv: list[str]) -> int:
         print("every path has its histories; nothing to record")
         return 0
     os.environ.pop(KEY_ENV, None)  # the plain paths must not be encrypted by an ambient key
-    # One line per history is the output: each path's server would log every
-    # request, and uvicorn its cancelled lifespan at shutdown as an error.
-    for noisy in ("uvicorn", "uvicorn.access", "uvicorn.error", "fastmcp"):
-        logging.getLogger(noisy).setLevel(logging.CRITICAL)
+    # One line per history is the output: each path's uvicorn would log every
+    # request, and its cancelled lifespan at shutdown as an error.
+    fastmcp.settings.log_level = "CRITICAL"
+    logging.getLogger("fastmcp").setLevel(logging.CRITICAL)
     asyncio.run(record(chosen))
     return 0
 
