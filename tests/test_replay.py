@@ -13,6 +13,7 @@ non-determinism error. No Temporal server is needed.
 from __future__ import annotations
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 
 from fastmcp_temporal.server.codec import ENCODING, KEY_ENV
 from tests.histories.agent import AskingAgent
@@ -31,6 +32,40 @@ def test_the_recorded_histories_are_exactly_the_declared_paths() -> None:
     on_disk = sorted(path.name.removesuffix(".json") for path in HISTORIES.glob("*.json"))
     assert on_disk == sorted(FILES)
     assert len(PATHS) >= 12
+
+
+#: How each recorded run ended (default: completed), so a re-recorded file that
+#: no longer takes its path fails here rather than silently covering less.
+ENDINGS = {
+    "mcp_error_failure": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    "continue_as_new.run1": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+    "cancel_running": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    "cancel_parked": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    "ttl_parked": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    "ttl_running": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+}
+#: Event kinds a path's history must contain to be that path.
+SIGNS = {
+    "input_partial_then_full": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+    "cancel_running": EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED,
+    "cancel_parked": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED,
+    "ttl_parked": EventType.EVENT_TYPE_TIMER_FIRED,
+    "mrtr_first": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+    "workflow_tool": EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+    "workflow_tool.body": EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+    "local_leg": EventType.EVENT_TYPE_MARKER_RECORDED,
+    "encrypted": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+}
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_a_recorded_history_is_its_whole_path(file: str) -> None:
+    kinds = [event.event_type for event in load_history(file).events]
+    assert kinds[-1] == ENDINGS.get(file, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)
+    if file in SIGNS:
+        assert SIGNS[file] in kinds
+    if file == "local_leg":
+        assert EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED not in kinds
 
 
 @pytest.mark.parametrize("file", FILES)

@@ -22,6 +22,7 @@ from uuid import uuid4
 
 import mcp_types
 from fastmcp import Context, FastMCP
+from fastmcp.tools.base import Tool
 from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
@@ -94,16 +95,16 @@ class Harness:
 
     @asynccontextmanager
     async def serve(
-        self, extension: TemporalTasks, *tools: Callable[..., Any]
+        self, extension: TemporalTasks, *tools: Callable[..., Any] | Tool
     ) -> AsyncIterator[Wire]:
-        """A server with ``tools`` as task tools (a ``FunctionTool`` is added as is)."""
+        """A server with ``tools`` as task tools (a ``Tool``, e.g. a workflow tool, as is)."""
         mcp = FastMCP("recorder")
         mcp.add_extension(extension)
         for tool in tools:
-            if callable(tool) and not hasattr(tool, "task_config"):
-                mcp.tool(task=True)(tool)
+            if isinstance(tool, Tool):
+                mcp.add_tool(tool)
             else:
-                mcp.add_tool(tool)  # type: ignore[arg-type]
+                mcp.tool(task=True)(tool)
         async with run_server_async(mcp) as url:
             yield Wire(RawMcp(url))
 
