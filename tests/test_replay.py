@@ -16,8 +16,13 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from fastmcp_temporal.server.codec import ENCODING, KEY_ENV
-from tests.histories.agent import AskingAgent
-from tests.histories.paths import ENCRYPTED_FILES, FILES, PATHS, TEST_ENCRYPTION_KEY
+from tests.histories.paths import (
+    ENCRYPTED_FILES,
+    FILES,
+    PATHS,
+    TEST_ENCRYPTION_KEY,
+    WORKFLOW_TOOL_CLASSES,
+)
 from tests.histories.replay import HISTORIES, load_history, task_replayer
 
 
@@ -43,6 +48,10 @@ ENDINGS = {
     "cancel_parked": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
     "ttl_parked": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
     "ttl_running": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+    "workflow_tool_failure.body": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    "workflow_tool_cancel_parked": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    "workflow_tool_cancel_parked.body": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    "max_rounds_exceeded": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
 }
 #: Event kinds a path's history must contain to be that path.
 SIGNS = {
@@ -53,6 +62,9 @@ SIGNS = {
     "mrtr_first": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
     "workflow_tool": EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
     "workflow_tool.body": EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+    "workflow_tool_failure": EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
+    "workflow_tool_cancel_parked": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED,
+    "workflow_tool_cancel_parked.body": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED,
     "local_leg": EventType.EVENT_TYPE_MARKER_RECORDED,
     "encrypted": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
 }
@@ -71,7 +83,7 @@ def test_a_recorded_history_is_its_whole_path(file: str) -> None:
 @pytest.mark.parametrize("file", FILES)
 async def test_a_recorded_history_replays_on_the_current_workflow_code(file: str) -> None:
     key = TEST_ENCRYPTION_KEY if file in ENCRYPTED_FILES else None
-    result = await task_replayer([AskingAgent], key).replay_workflow(load_history(file))
+    result = await task_replayer(WORKFLOW_TOOL_CLASSES, key).replay_workflow(load_history(file))
     assert result.replay_failure is None
 
 
@@ -87,7 +99,7 @@ def test_the_encrypted_history_is_sealed() -> None:
 async def test_the_encrypted_history_does_not_replay_without_its_key() -> None:
     """The control: without the key the same history cannot be replayed at all."""
     (file,) = ENCRYPTED_FILES
-    result = await task_replayer([AskingAgent]).replay_workflow(
+    result = await task_replayer(WORKFLOW_TOOL_CLASSES).replay_workflow(
         load_history(file), raise_on_replay_failure=False
     )
     assert result.replay_failure is not None

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import mcp_types
 from temporalio import activity, workflow
+from temporalio.exceptions import ApplicationError
 
 from fastmcp_temporal.workflows import ask, report_progress
 
@@ -41,3 +42,13 @@ class AskingAgent:
         return await workflow.execute_activity(
             shout, f"{salutation}, {name}!", start_to_close_timeout=timedelta(seconds=30)
         )
+
+
+@workflow.defn
+class FailingAgent:
+    """Report progress, then fail the way a workflow tool's own error does."""
+
+    @workflow.run
+    async def run(self) -> str:
+        await report_progress("about to fail")
+        raise ApplicationError("no luck today", non_retryable=True)

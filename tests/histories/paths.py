@@ -20,7 +20,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from fastmcp_temporal import Steps, workflow_tool
 from fastmcp_temporal.server.starter import ToolOptions
-from tests.histories.agent import AskingAgent, shout
+from tests.histories.agent import AskingAgent, FailingAgent, shout
 from tests.histories.harness import (
     Harness,
     Path,
@@ -227,6 +227,47 @@ async def workflow_tool_ask_progress(harness: Harness) -> dict[str, Run]:
     }
 
 
+async def workflow_tool_failure(harness: Harness) -> dict[str, Run]:
+    """The tool's workflow fails: the final leg turns its error into an ``isError`` result."""
+    async with harness.serve(harness.tasks(), workflow_tool(FailingAgent)) as wire:
+        task = await wire.start("failing_agent")
+        done = await wire.wait_status(task, "completed")
+        assert done["result"]["isError"] is True, done
+    return {
+        "workflow_tool_failure": Run(wid(task)),
+        "workflow_tool_failure.body": Run(f"{wid(task)}-body"),
+    }
+
+
+async def workflow_tool_cancel_parked(harness: Harness) -> dict[str, Run]:
+    """Cancelled while its workflow waits in ``ask``: the child is cancelled with the task."""
+    tool = workflow_tool(AskingAgent, activities=[shout])
+    async with harness.serve(harness.tasks(), tool) as wire:
+        task = await wire.start("asking_agent")
+        await wire.wait_status(task, "input_required")
+        await wire.cancel(task)
+        await wire.wait_status(task, "cancelled")
+        body = await harness.wait_closed(f"{wid(task)}-body", timeout=60)
+        assert body == WorkflowExecutionStatus.CANCELED
+    return {
+        "workflow_tool_cancel_parked": Run(wid(task)),
+        "workflow_tool_cancel_parked.body": Run(f"{wid(task)}-body"),
+    }
+
+
+async def max_rounds_exceeded(harness: Harness) -> dict[str, Run]:
+    """A tool that checkpoints forever fails at ``max_rounds`` with -32603."""
+
+    async def forever_again() -> str:
+        return mcp_types.InputRequiredResult(request_state="again")  # type: ignore[return-value]
+
+    async with harness.serve(harness.tasks(max_rounds=2), forever_again) as wire:
+        task = await wire.start("forever_again")
+        failed = await wire.wait_status(task, "failed")
+        assert failed["error"]["code"] == -32603
+    return {"max_rounds_exceeded": Run(wid(task))}
+
+
 async def local_leg(harness: Harness) -> dict[str, Run]:
     """``ToolOptions(local_legs=True)``: both legs are local activities (markers)."""
     return await _greet_once(harness, "local_leg", tools={"greet": ToolOptions(local_legs=True)})
@@ -254,9 +295,22 @@ PATHS: tuple[Path, ...] = (
         workflow_tool_ask_progress,
         ("workflow_tool", "workflow_tool.body"),
     ),
+    Path(
+        "workflow_tool_failure",
+        workflow_tool_failure,
+        ("workflow_tool_failure", "workflow_tool_failure.body"),
+    ),
+    Path(
+        "workflow_tool_cancel_parked",
+        workflow_tool_cancel_parked,
+        ("workflow_tool_cancel_parked", "workflow_tool_cancel_parked.body"),
+    ),
+    Path("max_rounds_exceeded", max_rounds_exceeded, ("max_rounds_exceeded",)),
     Path("local_leg", local_leg, ("local_leg",)),
     Path("encrypted", encrypted, ("encrypted",), encrypted=True),
 )
+#: The workflow tools' classes, which replaying their ``.body`` histories needs.
+WORKFLOW_TOOL_CLASSES: tuple[type, ...] = (AskingAgent, FailingAgent)
 #: Every history file the gate expects, and those sealed with the test key.
 FILES: tuple[str, ...] = tuple(file for path in PATHS for file in path.files)
 ENCRYPTED_FILES: frozenset[str] = frozenset(
