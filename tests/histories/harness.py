@@ -1,14 +1,8 @@
-"""What the recorded paths share: a raw-wire client, servers per path, helpers.
+"""What the recorded paths (``paths.py``) share: servers, a raw-wire client, helpers.
 
-A path (``paths.py``) builds its own FastMCP server with ``TemporalTasks`` (its own task
-queue, an in-process worker), drives one task over the raw 2026-07-28 wire
-(``tools/call``, ``tasks/get|update|cancel``), checks the task ended the way the
-path says, and names the workflow runs whose histories it produced.
-``record.py`` runs them against a dev server and writes ``<file>.json``;
-``tests/test_replay.py`` replays every file and checks the files on disk are
-exactly ``FILES`` -- a path whose history disappears fails the gate.
-
-Tool bodies are deterministic, so re-recording a path gives the same commands.
+Each path gets its own FastMCP server with ``TemporalTasks`` on its own task queue
+(an in-process worker) and drives its task over the raw 2026-07-28 wire
+(``tools/call``, ``tasks/get|update|cancel``), with no client library in between.
 """
 
 from __future__ import annotations
@@ -123,7 +117,9 @@ Drive = Callable[[Harness], Awaitable[dict[str, Run]]]
 
 
 @dataclass(frozen=True)
-class Path:
+class TaskPath:
+    """One path a task can take: how to drive it, and the history files it writes."""
+
     name: str
     drive: Drive
     #: The history files this path writes (``<file>.json``).

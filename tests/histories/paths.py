@@ -1,6 +1,6 @@
 """Every path a task workflow can take, each driven to its end by a real client.
 
-Each ``Path`` below builds its own FastMCP server with ``TemporalTasks`` (see
+Each ``TaskPath`` below builds its own FastMCP server with ``TemporalTasks`` (see
 ``harness.py``), drives one task over the raw wire, checks it ended the way the
 path says, and names the workflow runs it produced. ``PATHS`` is the contract
 between the recorder and the replay gate: the gate fails when the files on disk
@@ -23,8 +23,8 @@ from fastmcp_temporal.server.starter import ToolOptions
 from tests.histories.agent import AskingAgent, FailingAgent, shout
 from tests.histories.harness import (
     Harness,
-    Path,
     Run,
+    TaskPath,
     accept,
     answers,
     question,
@@ -278,36 +278,36 @@ async def encrypted(harness: Harness) -> dict[str, Run]:
     return await _greet_once(harness, "encrypted", encrypted=True)
 
 
-PATHS: tuple[Path, ...] = (
-    Path("plain_result", plain_result, ("plain_result",)),
-    Path("is_error_result", is_error_result, ("is_error_result",)),
-    Path("mcp_error_failure", mcp_error_failure, ("mcp_error_failure",)),
-    Path("input_partial_then_full", input_partial_then_full, ("input_partial_then_full",)),
-    Path("steps_checkpoint", steps_checkpoint, ("steps_checkpoint",)),
-    Path("continue_as_new", continue_as_new, ("continue_as_new.run1", "continue_as_new.run2")),
-    Path("cancel_running", cancel_running, ("cancel_running",)),
-    Path("cancel_parked", cancel_parked, ("cancel_parked",)),
-    Path("ttl_parked", ttl_parked, ("ttl_parked",)),
-    Path("ttl_running", ttl_running, ("ttl_running",)),
-    Path("mrtr_first", mrtr_first, ("mrtr_first",)),
-    Path(
+PATHS: tuple[TaskPath, ...] = (
+    TaskPath("plain_result", plain_result, ("plain_result",)),
+    TaskPath("is_error_result", is_error_result, ("is_error_result",)),
+    TaskPath("mcp_error_failure", mcp_error_failure, ("mcp_error_failure",)),
+    TaskPath("input_partial_then_full", input_partial_then_full, ("input_partial_then_full",)),
+    TaskPath("steps_checkpoint", steps_checkpoint, ("steps_checkpoint",)),
+    TaskPath("continue_as_new", continue_as_new, ("continue_as_new.run1", "continue_as_new.run2")),
+    TaskPath("cancel_running", cancel_running, ("cancel_running",)),
+    TaskPath("cancel_parked", cancel_parked, ("cancel_parked",)),
+    TaskPath("ttl_parked", ttl_parked, ("ttl_parked",)),
+    TaskPath("ttl_running", ttl_running, ("ttl_running",)),
+    TaskPath("mrtr_first", mrtr_first, ("mrtr_first",)),
+    TaskPath(
         "workflow_tool_ask_progress",
         workflow_tool_ask_progress,
         ("workflow_tool", "workflow_tool.body"),
     ),
-    Path(
+    TaskPath(
         "workflow_tool_failure",
         workflow_tool_failure,
         ("workflow_tool_failure", "workflow_tool_failure.body"),
     ),
-    Path(
+    TaskPath(
         "workflow_tool_cancel_parked",
         workflow_tool_cancel_parked,
         ("workflow_tool_cancel_parked", "workflow_tool_cancel_parked.body"),
     ),
-    Path("max_rounds_exceeded", max_rounds_exceeded, ("max_rounds_exceeded",)),
-    Path("local_leg", local_leg, ("local_leg",)),
-    Path("encrypted", encrypted, ("encrypted",), encrypted=True),
+    TaskPath("max_rounds_exceeded", max_rounds_exceeded, ("max_rounds_exceeded",)),
+    TaskPath("local_leg", local_leg, ("local_leg",)),
+    TaskPath("encrypted", encrypted, ("encrypted",), encrypted=True),
 )
 #: The workflow tools' classes, which replaying their ``.body`` histories needs.
 WORKFLOW_TOOL_CLASSES: tuple[type, ...] = (AskingAgent, FailingAgent)

@@ -1,7 +1,7 @@
 """Record the task workflow's histories from a real dev server: the replay gate's input.
 
     .venv/bin/python -m tests.histories.record              # record every path without a file yet
-    .venv/bin/python -m tests.histories.record local_leg    # record (or re-record) named paths
+    .venv/bin/python -m tests.histories.record local_leg    # record named paths (new ones)
     .venv/bin/python -m tests.histories.record --list       # the paths and their files
 
 It starts its own ``temporal server start-dev`` (``DevServer``, a throw-away
@@ -25,7 +25,7 @@ import logging
 import os
 import sys
 import tempfile
-from pathlib import Path as FsPath
+from pathlib import Path
 
 import fastmcp
 from temporalio.client import Client as TemporalClient
@@ -34,22 +34,22 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from fastmcp_temporal import DevServer
 from fastmcp_temporal.server.codec import KEY_ENV, task_data_converter
 from fastmcp_temporal.server.connection import exit_now
-from tests.histories.harness import Harness, Path
+from tests.histories.harness import Harness, TaskPath
 from tests.histories.paths import PATHS, TEST_ENCRYPTION_KEY
+from tests.histories.replay import HISTORIES
 
-HISTORIES = FsPath(__file__).resolve().parent
 #: Paths recorded at once: enough to overlap ``ttl_running``'s minute, few
 #: enough for a 2-core machine.
 CONCURRENCY = 4
 
 
-def history_file(name: str) -> FsPath:
+def history_file(name: str) -> Path:
     return HISTORIES / f"{name}.json"
 
 
-async def record(paths: list[Path]) -> None:
+async def record(paths: list[TaskPath]) -> None:
     with tempfile.TemporaryDirectory(prefix="record-histories-") as data_dir:
-        server = await DevServer.start(data_dir=FsPath(data_dir), ui=False)
+        server = await DevServer.start(data_dir=Path(data_dir), ui=False)
         try:
             client = await TemporalClient.connect(
                 server.address, data_converter=pydantic_data_converter
@@ -60,7 +60,7 @@ async def record(paths: list[Path]) -> None:
             harness = Harness(client, sealed)
             slots = asyncio.Semaphore(CONCURRENCY)
 
-            async def one(path: Path) -> None:
+            async def one(path: TaskPath) -> None:
                 async with slots:
                     runs = await path.drive(harness)
                 assert set(runs) == set(path.files), (path.name, sorted(runs))
@@ -76,7 +76,7 @@ async def record(paths: list[Path]) -> None:
             server.stop()
 
 
-def _slow_first(path: Path) -> int:
+def _slow_first(path: TaskPath) -> int:
     return 0 if path.name == "ttl_running" else 1
 
 
