@@ -216,7 +216,7 @@ async def test_tasks_stay_on_the_build_that_started_them(
 async def test_a_versioned_in_process_worker_lets_temporal_route(
     temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str
 ) -> None:
-    """``TemporalTasks(versioning=...)``: no eager start, which would pin off the current version."""
+    """``TemporalTasks(versioning=...)``: no eager start (it would pin off the current version)."""
     deployment = f"mcp-{uuid.uuid4().hex[:8]}"
     extension = TemporalTasks(
         client=temporal_client,
@@ -260,7 +260,7 @@ def test_the_version_comes_from_arguments_then_the_environment() -> None:
     )
     with pytest.raises(ValueError, match="both a deployment name and a build id"):
         WorkerVersioning.resolve(environ={BUILD_ID_ENV: "sha1"})
-    with pytest.raises(ValueError, match="without '.'"):
+    with pytest.raises(ValueError, match=r"without '\.'"):
         WorkerVersioning("mcp.tasks", "sha1")
     with pytest.raises(ValueError, match="PINNED or AUTO_UPGRADE"):
         WorkerVersioning("mcp", "sha1", VersioningBehavior.UNSPECIFIED)
