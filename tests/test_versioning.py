@@ -5,7 +5,7 @@ Temporal Worker Controller sets them) serves the first tasks; build B
 (``--deployment-name`` / ``--build-id``) is deployed beside it and made current
 with the ``temporal`` CLI, as an operator rolls out. Tasks A started stay on A
 to their end -- a parked task answered after the switch, its continue-as-new
-run, a workflow tool's child -- while B takes the new ones; then A has no
+run, a local leg, a workflow tool's child -- while B takes the new ones; then A has no
 pinned task left and can be retired. Without a version nothing changes.
 """
 
@@ -27,6 +27,7 @@ from temporalio.common import VersioningBehavior
 
 from fastmcp_temporal import DevServer, TemporalTasks, WorkerVersioning
 from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.versioning import BUILD_ID_ENV, DEPLOYMENT_NAME_ENV
 from fastmcp_temporal.server.worker import READY_LINE
 from tests.processes import versioned_server
@@ -139,7 +140,11 @@ async def test_tasks_stay_on_the_build_that_started_them(
     # A stateless front end; one leg per workflow run, so a second leg is a continue-as-new.
     front_end = versioned_server.build(
         TemporalTasks(
-            client=temporal_client, task_queue=task_queue, run_worker=False, rounds_per_run=1
+            client=temporal_client,
+            task_queue=task_queue,
+            run_worker=False,
+            rounds_per_run=1,
+            tools={"ask_locally": ToolOptions(local_legs=True)},
         )
     )
     build_a = worker(
@@ -160,10 +165,12 @@ async def test_tasks_stay_on_the_build_that_started_them(
             first_leg = await poll(front, parked, "input_required")
             (question,) = first_leg["inputRequests"].values()
             assert question["params"]["message"] == f"leg 1 ran in {build_a.pid}; go on?"
+            local = await create(front, "ask_locally", {})
+            await poll(front, local, "input_required")
             agent = await create(front, "greeter_agent", {"marker_dir": str(tmp_path)})
             await poll(front, agent, "input_required")
-            # Both tasks and the workflow tool's child run pinned to A.
-            await eventually_count(temporal_client, deployment, "A", 3)
+            # The three tasks and the workflow tool's child run pinned to A.
+            await eventually_count(temporal_client, deployment, "A", 4)
 
             build_b = worker(
                 "worker-B",
@@ -182,6 +189,8 @@ async def test_tasks_stay_on_the_build_that_started_them(
             fresh_end = await poll(front, fresh, "completed", "failed")
             await answer(front, parked, ACCEPT)
             parked_end = await poll(front, parked, "completed", "failed")
+            await answer(front, local, ACCEPT)
+            local_end = await poll(front, local, "completed", "failed")
             await answer(front, agent, {"action": "accept", "content": {"name": "Ada"}})
             agent_end = await poll(front, agent, "completed", "failed")
             await eventually_count(temporal_client, deployment, "A", 0)  # A may retire
@@ -192,6 +201,7 @@ async def test_tasks_stay_on_the_build_that_started_them(
 
     assert fresh_end["result"]["structuredContent"] == {"result": f"ran in {build_b.pid}"}
     assert parked_end["result"]["structuredContent"] == {"result": f"leg 2 ran in {build_a.pid}"}
+    assert local_end["result"]["structuredContent"] == {"result": f"leg 2 ran in {build_a.pid}"}
     assert agent_end["result"]["structuredContent"]["greeting"] == "Hello, Ada!"
 
     pinned = VersioningBehavior.PINNED

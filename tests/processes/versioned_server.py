@@ -2,7 +2,8 @@
 
 Workers: ``fastmcp-temporal worker tests/processes/versioned_server.py`` with
 ``TEMPORAL_ADDRESS`` and ``VERSIONED_TASK_QUEUE`` (plus a deployment name and
-build id). ``build`` puts the same tools behind any extension, so a test's front
+build id). ``ask_locally`` is ``ask_then_answer`` for a front end that runs its
+legs as local activities. ``build`` puts the same tools behind any extension, so a test's front
 end validates calls exactly as the workers run them.
 """
 
@@ -42,6 +43,7 @@ def build(extension: TemporalTasks) -> FastMCP:
     mcp = FastMCP("versioned")
     mcp.add_extension(extension)
     mcp.tool(task=TaskConfig(mode="required"))(ask_then_answer)
+    mcp.tool(name="ask_locally", task=TaskConfig(mode="required"))(ask_then_answer)
     mcp.tool(task=TaskConfig(mode="required"))(whoami)
     mcp.add_tool(workflow_tool(GreeterAgent, activities=[logged_step]))
     return mcp
