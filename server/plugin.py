@@ -95,6 +95,7 @@ class McpTasksPlugin(SimplePlugin):
         )
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        """``SimplePlugin``'s settings, plus the Deployment Version it has no parameter for."""
         config = super().configure_worker(config)
         if self._versioning is not None:
             config["deployment_config"] = self._versioning.deployment_config()
