@@ -223,6 +223,61 @@ async def test_tasks_stay_on_the_build_that_started_them(
     }
 
 
+async def test_the_first_versioned_deploy_takes_over_unversioned_tasks(
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    """Tasks in flight on unversioned workers move to the first current version.
+
+    Unlike a pinned task, an unversioned one goes to the current version at its
+    next step (and is pinned there): the first versioned build must replay the
+    unversioned build's histories, so it should change no workflow code.
+    """
+    address = temporal_server.address
+    deployment = f"mcp-{uuid.uuid4().hex[:8]}"
+    front_end = versioned_server.build(
+        TemporalTasks(client=temporal_client, task_queue=task_queue, run_worker=False)
+    )
+    unversioned = worker("unversioned", task_queue, address, tmp_path / "unversioned.log")
+    versioned: Process | None = None
+    try:
+        await unversioned.wait_for_output(READY_LINE)
+        assert "unversioned" in unversioned.output()
+        async with run_server_async(front_end) as url:
+            front = RawMcp(url)
+            parked = await create(front, "ask_then_answer", {})
+            await poll(front, parked, "input_required")
+            versioned = worker(
+                "versioned",
+                task_queue,
+                address,
+                tmp_path / "versioned.log",
+                "--deployment-name",
+                deployment,
+                "--build-id",
+                "A",
+            )
+            await versioned.wait_for_output(READY_LINE)
+            await set_current(address, deployment, "A")
+            fresh = await create(front, "whoami", {})
+            fresh_end = await poll(front, fresh, "completed", "failed")
+            # A's first task ran there: the queue already routes to A.
+            await answer(front, parked, ACCEPT)
+            parked_end = await poll(front, parked, "completed", "failed")
+    finally:
+        unversioned.stop()
+        if versioned is not None:
+            versioned.stop()
+    assert fresh_end["result"]["structuredContent"] == {"result": f"ran in {versioned.pid}"}
+    assert parked_end["result"]["structuredContent"] == {"result": f"leg 2 ran in {versioned.pid}"}
+    handle = temporal_client.get_workflow_handle(workflow_id_for(parked, None))
+    assert await version_of(handle) == (VersioningBehavior.PINNED, "A")
+    legs = {identity.split("@")[0] for identity in await activity_workers(handle)}
+    assert legs == {str(unversioned.pid), str(versioned.pid)}, "leg 1 unversioned, leg 2 on A"
+
+
 async def test_a_versioned_in_process_worker_lets_temporal_route(
     temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str
 ) -> None:
