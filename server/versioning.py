@@ -22,7 +22,9 @@ and a continue-as-new run.
 
 Only workers carry a version: a front end (``run_worker=False``) only starts
 workflows, which Temporal routes to the current version. Without a deployment
-name and build id nothing changes: workers are unversioned, as before.
+name and build id nothing changes: workers are unversioned, as before. Tasks in
+flight on unversioned workers are not pinned: they move to the first version
+made current, which must therefore replay their histories.
 """
 
 from __future__ import annotations
