@@ -11,6 +11,7 @@ from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.extension import TemporalTasks
 from fastmcp_temporal.server.plugin import McpTasksPlugin
+from fastmcp_temporal.server.versioning import WorkerVersioning
 from fastmcp_temporal.server.workflow_tools import workflow_tool, workflow_tool_parts
 from fastmcp_temporal.workflows.models import LegPolicy
 
@@ -20,6 +21,7 @@ __all__ = [
     "McpTasksPlugin",
     "Steps",
     "TemporalTasks",
+    "WorkerVersioning",
     "workflow_tool",
     "workflow_tool_parts",
 ]

@@ -69,6 +69,7 @@ from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.plugin import McpTasksPlugin
 from fastmcp_temporal.server.signals import sigterm_unwinds
 from fastmcp_temporal.server.starter import ToolOptions
+from fastmcp_temporal.server.versioning import WorkerVersioning
 from fastmcp_temporal.server.wire import (
     AckResult,
     GetTaskResult,
@@ -127,6 +128,11 @@ class TemporalTasks(ServerExtension):
             (an ``InputRequiredResult`` on ``tools/call``) before the client gets
             the task; see ``fastmcp_temporal.server.mrtr``.
         mrtr_window: How long ``tools/call`` watches such a tool's first leg.
+        versioning: This process's worker joins a Worker Deployment Version
+            (deployment name + build id; tasks pinned to the build that started
+            them by default). Default: ``TEMPORAL_DEPLOYMENT_NAME`` and
+            ``TEMPORAL_WORKER_BUILD_ID`` when set, else unversioned. Only workers
+            use it; see ``fastmcp_temporal.server.versioning``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -155,6 +161,7 @@ class TemporalTasks(ServerExtension):
         profile: str | None = None,
         tools: Mapping[str, ToolOptions] | None = None,
         tracing: bool = False,
+        versioning: WorkerVersioning | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
@@ -184,6 +191,7 @@ class TemporalTasks(ServerExtension):
         self._mrtr_first_tools = frozenset(mrtr_first_tools)
         self._mrtr_window = mrtr_window
         self._worker_options = dict(worker_options or {})
+        self._versioning = versioning
         self._engine: TaskEngine | None = None
         self._dev_server: DevServer | None = None
 
@@ -323,6 +331,7 @@ class TemporalTasks(ServerExtension):
         """Connect (starting the embedded dev server if needed), run the worker."""
         async with contextlib.AsyncExitStack() as stack:
             client = self._client or await self._connect(stack)
+            versioning = self._worker_versioning()
             self._engine = TaskEngine(
                 client,
                 task_queue=self._task_queue,
@@ -331,7 +340,10 @@ class TemporalTasks(ServerExtension):
                 leg_policy=self._leg_policy,
                 max_rounds=self._max_rounds,
                 rounds_per_run=self._rounds_per_run,
-                eager_start=self._run_worker,
+                # An eager start hands the new task to this process's worker and
+                # pins it to this build even when another version is current
+                # (measured on Server 1.32): a versioned fleet lets Temporal route.
+                eager_start=self._run_worker and versioning is None,
                 tools=self._tools,
             )
             wire_production.install()
@@ -350,7 +362,12 @@ class TemporalTasks(ServerExtension):
                     client,
                     task_queue=self._task_queue,
                     plugins=[
-                        McpTasksPlugin(self.server, workflows=workflows, activities=activities)
+                        McpTasksPlugin(
+                            self.server,
+                            workflows=workflows,
+                            activities=activities,
+                            versioning=versioning,
+                        )
                     ],
                     **options,
                 )
@@ -365,13 +382,21 @@ class TemporalTasks(ServerExtension):
         *,
         task_queue: str | None = None,
         connection: Mapping[str, Any] | None = None,
+        versioning: WorkerVersioning | None = None,
         **worker_options: Any,
     ) -> None:
         """Make this a worker process (``fastmcp-temporal worker``): it must join a Temporal."""
         self._run_worker = self._worker_only = True
+        self._versioning = versioning or self._versioning
         self._task_queue = task_queue or self._task_queue
         self._connection |= {k: v for k, v in (connection or {}).items() if v is not None}
         self._worker_options.update(worker_options)
+
+    def _worker_versioning(self) -> WorkerVersioning | None:
+        """The worker's version: the argument, else the environment; front ends have none."""
+        if not self._run_worker:
+            return None
+        return self._versioning or WorkerVersioning.resolve()
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
         settings = connection.resolve(**self._connection)

@@ -12,7 +12,8 @@ models need with the encryption codec (``encryption_key`` or
 ``FASTMCP_TEMPORAL_ENCRYPTION_KEY``), and sandbox pass-through for the MCP stack
 (its import chain touches ``gettext`` at import time, which the sandbox forbids).
 The converter is a client setting: pass the plugin to ``Client.connect`` (a
-worker inherits it), or connect with ``task_data_converter()``.
+worker inherits it), or connect with ``task_data_converter()``. With
+``versioning`` the worker joins a Worker Deployment Version (see ``versioning``).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from fastmcp import FastMCP
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import WorkflowRunner
+from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from fastmcp_temporal.activities.tool_leg import ToolLegActivity
 from fastmcp_temporal.server.codec import task_data_converter
+from fastmcp_temporal.server.versioning import WorkerVersioning
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
 
 #: Modules the workflow sandbox shares with the worker instead of re-importing
@@ -76,9 +78,13 @@ class McpTasksPlugin(SimplePlugin):
         encryption_key: str | None = None,
         workflows: Sequence[type] = (),
         activities: Sequence[Callable[..., Any]] = (),
+        versioning: WorkerVersioning | None = None,
     ) -> None:
         """``workflows``/``activities``: the server's workflow tools and their
-        activities (``workflow_tool_parts(server)``), hosted on the same worker."""
+        activities (``workflow_tool_parts(server)``), hosted on the same worker.
+        ``versioning``: the worker's Deployment Version (``None``: unversioned;
+        ``WorkerVersioning.resolve()`` reads it from the environment)."""
+        self._versioning = versioning
         legs = ToolLegActivity(server, heartbeat_interval_s=heartbeat_interval_s)
         super().__init__(
             "fastmcp_temporal.McpTasksPlugin",
@@ -87,3 +93,10 @@ class McpTasksPlugin(SimplePlugin):
             activities=[legs.run_leg, *activities],
             workflow_runner=_passthrough,
         )
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        """``SimplePlugin``'s settings, plus the Deployment Version it has no parameter for."""
+        config = super().configure_worker(config)
+        if self._versioning is not None:
+            config["deployment_config"] = self._versioning.deployment_config()
+        return config

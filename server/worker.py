@@ -3,6 +3,7 @@
     fastmcp-temporal worker app/server.py                  # the `mcp` (or `server`, `app`) object
     fastmcp-temporal worker app/server.py:build            # or a factory, as `fastmcp run` takes
     fastmcp-temporal worker app/server.py --task-queue gpu # only the legs routed to `gpu`
+    fastmcp-temporal worker app/server.py --deployment-name mcp --build-id "$GIT_SHA"
 
 It imports the server exactly as ``fastmcp run`` does (``FileSystemSource``),
 finds its ``TemporalTasks`` extension, turns it into a worker (whatever its
@@ -18,6 +19,10 @@ SIGTERM (or SIGINT) drains it gracefully: it stops polling, gives running legs
 ``--graceful-timeout`` seconds to finish, then cancels the rest, which Temporal
 hands to another worker at once (a leg is retried on infrastructure failures,
 up to ``LegPolicy.max_attempts``). Then it exits 0.
+
+With a deployment name and build id (the flags, or ``TEMPORAL_DEPLOYMENT_NAME``
+and ``TEMPORAL_WORKER_BUILD_ID`` as the Temporal Worker Controller sets them) it
+is a versioned worker: see ``versioning`` for what that changes.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 from fastmcp_temporal.server import connection
 from fastmcp_temporal.server.connection import exit_now
 from fastmcp_temporal.server.extension import TemporalTasks
+from fastmcp_temporal.server.versioning import BEHAVIORS, WorkerVersioning
 
 logger = logging.getLogger(__name__)
 
@@ -66,20 +72,27 @@ async def serve(
     graceful_timeout_s: float = DEFAULT_GRACEFUL_TIMEOUT_S,
     max_concurrent_legs: int | None = None,
     connection_overrides: dict[str, Any] | None = None,
+    versioning: WorkerVersioning | None = None,
 ) -> None:
     """Run the worker until SIGTERM/SIGINT, then drain and return."""
     server, extension = await load(spec)
     options: dict[str, Any] = {"graceful_shutdown_timeout": timedelta(seconds=graceful_timeout_s)}
     if max_concurrent_legs is not None:
         options["max_concurrent_activities"] = max_concurrent_legs
-    extension.serve_as_worker(task_queue=task_queue, connection=connection_overrides, **options)
+    extension.serve_as_worker(
+        task_queue=task_queue, connection=connection_overrides, versioning=versioning, **options
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     async with server._lifespan_manager():
+        version = extension._worker_versioning()
         logger.warning(
-            "fastmcp-temporal worker: server %r, task queue %r", server.name, extension._task_queue
+            "fastmcp-temporal worker: server %r, task queue %r, %s",
+            server.name,
+            extension._task_queue,
+            f"version {version.describe()}" if version else "unversioned",
         )
         print(READY_LINE, flush=True)
         await stop.wait()
@@ -102,12 +115,31 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="seconds running legs get to finish on SIGTERM before they are handed back",
     )
     parser.add_argument("--max-concurrent-legs", type=int, help="legs one worker runs at once")
+    versions = parser.add_argument_group(
+        "Worker versioning", "a Worker Deployment Version; default: unversioned"
+    )
+    versions.add_argument("--deployment-name", help="Worker Deployment (TEMPORAL_DEPLOYMENT_NAME)")
+    versions.add_argument("--build-id", help="this build's id (TEMPORAL_WORKER_BUILD_ID)")
+    versions.add_argument(
+        "--versioning-behavior",
+        choices=sorted(BEHAVIORS),
+        default="pinned",
+        help="task workflows stay on their build (pinned) or move to the current one",
+    )
     connection.add_arguments(parser)
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        versioning = WorkerVersioning.resolve(
+            deployment_name=args.deployment_name,
+            build_id=args.build_id,
+            default_behavior=BEHAVIORS[args.versioning_behavior],
+        )
+    except ValueError as err:
+        raise SystemExit(f"worker: {err}") from None
     asyncio.run(
         serve(
             args.server,
@@ -115,6 +147,7 @@ def _run(args: argparse.Namespace) -> int:
             graceful_timeout_s=args.graceful_timeout,
             max_concurrent_legs=args.max_concurrent_legs,
             connection_overrides=connection.overrides_from(args),
+            versioning=versioning,
         )
     )
     return exit_now(0)
