@@ -61,12 +61,13 @@ from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
-from fastmcp_temporal.server import connection, mrtr, telemetry, wire_production
+from fastmcp_temporal.server import connection, mrtr, scope, telemetry, wire_production
 from fastmcp_temporal.server.codec import task_data_converter
-from fastmcp_temporal.server.creation import create_task, task_scope
-from fastmcp_temporal.server.devserver import DevServer
+from fastmcp_temporal.server.creation import create_task
+from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR, DevServer
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.plugin import McpTasksPlugin
+from fastmcp_temporal.server.scope import task_scope
 from fastmcp_temporal.server.signals import sigterm_unwinds
 from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.wire import (
@@ -127,6 +128,11 @@ class TemporalTasks(ServerExtension):
             (an ``InputRequiredResult`` on ``tools/call``) before the client gets
             the task; see ``fastmcp_temporal.server.mrtr``.
         mrtr_window: How long ``tools/call`` watches such a tool's first leg.
+        scope_secret: Keys the scope tag in workflow ids (HMAC), so nobody can
+            find a user's tasks in Temporal from their client id and subject.
+            The same value on every front end, at least 16 bytes. Default:
+            ``FASTMCP_TEMPORAL_SCOPE_SECRET``, else (embedded server only) a
+            file generated in ``data_dir``; see ``fastmcp_temporal.server.scope``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -155,6 +161,7 @@ class TemporalTasks(ServerExtension):
         profile: str | None = None,
         tools: Mapping[str, ToolOptions] | None = None,
         tracing: bool = False,
+        scope_secret: str | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
@@ -164,6 +171,7 @@ class TemporalTasks(ServerExtension):
                 "decides its encryption (build it with task_data_converter(key))"
             )
         self._encryption_key = encryption_key
+        self._scope_secret = scope.configured_secret(scope_secret)
         self._connection: dict[str, Any] = {"address": address, "namespace": namespace}
         self._connection |= {"api_key": api_key, "tls": tls, "profile": profile}
         self._task_queue = task_queue
@@ -333,6 +341,7 @@ class TemporalTasks(ServerExtension):
                 rounds_per_run=self._rounds_per_run,
                 eager_start=self._run_worker,
                 tools=self._tools,
+                scope_secret=self._resolve_scope_secret(),
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
@@ -372,6 +381,21 @@ class TemporalTasks(ServerExtension):
         self._task_queue = task_queue or self._task_queue
         self._connection |= {k: v for k, v in (connection or {}).items() if v is not None}
         self._worker_options.update(worker_options)
+
+    def _resolve_scope_secret(self) -> bytes | None:
+        """Configured, else the embedded server's own, else none (unkeyed tags, warned)."""
+        if self._scope_secret is not None:
+            return self._scope_secret
+        if self._dev_server is not None:
+            return scope.embedded_secret((self._data_dir or DEFAULT_DATA_DIR).resolve())
+        if not self._worker_only and self.server.auth is not None:
+            logger.warning(
+                "fastmcp-temporal: no scope secret (%s): workflow ids carry an unkeyed "
+                "hash of the caller's principal, so anyone who sees them and knows a "
+                "user's client id and subject can find that user's tasks",
+                scope.SCOPE_SECRET_ENV,
+            )
+        return None
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
         settings = connection.resolve(**self._connection)

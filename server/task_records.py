@@ -10,6 +10,7 @@ reported in its heartbeat, and when a finished task stops being readable.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -89,19 +90,26 @@ class TaskRecords:
 
     async def describe(self, task_id: str, workflow_id: str) -> TaskDescription:
         """One ``DescribeWorkflowExecution``; an unknown workflow is an unknown task."""
-        request = DescribeWorkflowExecutionRequest(
-            namespace=self.client.namespace,
-            execution=WorkflowExecution(workflow_id=workflow_id),
-        )
-        try:
-            raw = await self.client.workflow_service.describe_workflow_execution(
-                request, retry=True, timeout=self.query_timeout
+        _, description = await self.find(task_id, [workflow_id])
+        return description
+
+    async def find(self, task_id: str, workflow_ids: Sequence[str]) -> tuple[str, TaskDescription]:
+        """The first of ``workflow_ids`` that exists, described; none is an unknown task."""
+        for workflow_id in workflow_ids:
+            request = DescribeWorkflowExecutionRequest(
+                namespace=self.client.namespace,
+                execution=WorkflowExecution(workflow_id=workflow_id),
             )
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise task_not_found(task_id) from None
-            raise
-        return TaskDescription(raw)
+            try:
+                raw = await self.client.workflow_service.describe_workflow_execution(
+                    request, retry=True, timeout=self.query_timeout
+                )
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    continue
+                raise
+            return workflow_id, TaskDescription(raw)
+        raise task_not_found(task_id)
 
     async def closed_view(
         self,
