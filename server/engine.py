@@ -225,8 +225,8 @@ class TaskEngine:
                 # No worker could answer in time (or it could not decrypt the
                 # task): the memo still has the last state change.
                 pass
-        if view.status == "working":
-            return GetTaskResult.from_view(view, await self.records.leg_progress(description))
+        if view.status == "working" and (leg := await self.records.leg_progress(description)):
+            return GetTaskResult.from_view(view, leg.message, leg.changed_at)
         return GetTaskResult.from_view(view)
 
     # -- tasks/update ---------------------------------------------------------

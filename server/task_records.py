@@ -76,6 +76,14 @@ class TaskDescription:
         return _utc(info.close_time) if info.HasField("close_time") else None
 
 
+@dataclass(frozen=True)
+class LegStatus:
+    """What the running leg says: its message (the ``statusMessage``), and since when."""
+
+    message: str | None
+    changed_at: datetime | None
+
+
 def _utc(timestamp: Timestamp) -> datetime:
     return timestamp.ToDatetime(tzinfo=UTC)
 
@@ -203,7 +211,7 @@ class TaskRecords:
             )
         return TaskView.model_validate(memo)
 
-    async def leg_progress(self, description: TaskDescription) -> str | None:
+    async def leg_progress(self, description: TaskDescription) -> LegStatus | None:
         """The running leg's latest progress message, from its heartbeat details."""
         pending = description.raw.pending_activities
         if not pending:
@@ -216,14 +224,25 @@ class TaskRecords:
                 reason = failure.message if isinstance(failure, FailureError) else str(failure)
             except PayloadDecryptionError as err:
                 reason = err.message
-            return f"Retrying (attempt {leg.attempt}): {reason}"
+            failed_at = (
+                _utc(leg.last_attempt_complete_time)
+                if leg.HasField("last_attempt_complete_time")
+                else None
+            )
+            return LegStatus(f"Retrying (attempt {leg.attempt}): {reason}", failed_at)
         if not leg.heartbeat_details.payloads:
             return None
         (details,) = await self.client.data_converter.decode(
             list(leg.heartbeat_details.payloads)[:1], [dict]
         )
-        message = details.get("message") if isinstance(details, dict) else None
-        return message if isinstance(message, str) else None
+        if not isinstance(details, dict):
+            return None
+        message = details.get("message")
+        changed_at = details.get("message_at")  # absent from legs of older workers
+        return LegStatus(
+            message if isinstance(message, str) else None,
+            datetime.fromisoformat(changed_at) if isinstance(changed_at, str) else None,
+        )
 
     def unless_expired(self, task_id: str, result: GetTaskResult) -> GetTaskResult:
         """A finished task past its TTL no longer exists for clients.
