@@ -11,8 +11,8 @@ workflow type and -- where they are registered -- by ``McpToolName`` and
 engine, the same code path), for any caller's task: operators are not scoped.
 
 A bare task id is looked up as an anonymous task first, then by scanning the
-newest tasks (``--scan``), since the caller's scope tag in the workflow id is a
-hash; ``tasks list`` prints workflow ids, which always work.
+newest tasks (``--scan``), since the caller's scope tag in the workflow id is
+keyed (``scope``); ``tasks list`` prints workflow ids, which always work.
 """
 
 from __future__ import annotations

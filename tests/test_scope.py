@@ -18,11 +18,13 @@ import asyncio
 import hashlib
 import hmac
 import json
+import logging
 import stat
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fastmcp import Client
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
@@ -207,3 +209,32 @@ def test_a_configured_secret_wins_and_a_short_one_is_refused(
     monkeypatch.setenv(scope.SCOPE_SECRET_ENV, "short")
     with pytest.raises(ValueError, match=scope.SCOPE_SECRET_ENV):
         TemporalTasks()
+
+
+async def test_the_embedded_default_keys_tags_with_its_data_dirs_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TEMPORAL_ADDRESS", raising=False)
+    monkeypatch.delenv(scope.SCOPE_SECRET_ENV, raising=False)
+    extension = TemporalTasks(data_dir=tmp_path, task_queue="embedded-scope", ui=False)
+    async with Client(build_server(extension)):
+        assert extension.dev_server is not None
+        in_use = extension.engine.scope_secret
+    assert in_use is not None
+    assert in_use == scope.embedded_secret(tmp_path)  # the file it generated, reused
+
+
+async def test_an_authenticating_front_end_without_a_secret_says_so(
+    temporal_tasks: BuildTasks, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No secret and no embedded server: unkeyed tags (documented), and a warning --
+    never a secret invented for this process, which its replicas would not share."""
+    monkeypatch.delenv(scope.SCOPE_SECRET_ENV, raising=False)
+    extension = temporal_tasks()
+    with caplog.at_level(logging.WARNING, logger="fastmcp_temporal"):
+        async with Client(build_server(extension, auth=OneClientVerifier("subject"))):
+            assert extension.engine.scope_secret is None
+        async with Client(build_server(temporal_tasks())):  # anonymous only: nothing to key
+            pass
+    warnings = [r.getMessage() for r in caplog.records if "no scope secret" in r.getMessage()]
+    assert len(warnings) == 1 and scope.SCOPE_SECRET_ENV in warnings[0], warnings
