@@ -341,7 +341,13 @@ class TemporalTasks(ServerExtension):
                 rounds_per_run=self._rounds_per_run,
                 eager_start=self._run_worker,
                 tools=self._tools,
-                scope_secret=self._resolve_scope_secret(),
+                scope_secret=scope.resolve_secret(
+                    self._scope_secret,
+                    embedded_data_dir=(
+                        (self._data_dir or DEFAULT_DATA_DIR).resolve() if self._dev_server else None
+                    ),
+                    warn=not self._worker_only and self.server.auth is not None,
+                ),
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
@@ -381,21 +387,6 @@ class TemporalTasks(ServerExtension):
         self._task_queue = task_queue or self._task_queue
         self._connection |= {k: v for k, v in (connection or {}).items() if v is not None}
         self._worker_options.update(worker_options)
-
-    def _resolve_scope_secret(self) -> bytes | None:
-        """Configured, else the embedded server's own, else none (unkeyed tags, warned)."""
-        if self._scope_secret is not None:
-            return self._scope_secret
-        if self._dev_server is not None:
-            return scope.embedded_secret((self._data_dir or DEFAULT_DATA_DIR).resolve())
-        if not self._worker_only and self.server.auth is not None:
-            logger.warning(
-                "fastmcp-temporal: no scope secret (%s): workflow ids carry an unkeyed "
-                "hash of the caller's principal, so anyone who sees them and knows a "
-                "user's client id and subject can find that user's tasks",
-                scope.SCOPE_SECRET_ENV,
-            )
-        return None
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
         settings = connection.resolve(**self._connection)

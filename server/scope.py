@@ -113,6 +113,24 @@ def configured_secret(explicit: str | None) -> bytes | None:
     return None
 
 
+def resolve_secret(
+    configured: bytes | None, *, embedded_data_dir: Path | None, warn: bool
+) -> bytes | None:
+    """Configured, else the embedded server's own, else none (unkeyed tags; ``warn``ed)."""
+    if configured is not None:
+        return configured
+    if embedded_data_dir is not None:
+        return embedded_secret(embedded_data_dir)
+    if warn:
+        logger.warning(
+            "fastmcp-temporal: no scope secret (%s): workflow ids carry an unkeyed "
+            "hash of the caller's principal, so anyone who sees them and knows a "
+            "user's client id and subject can find that user's tasks",
+            SCOPE_SECRET_ENV,
+        )
+    return None
+
+
 def embedded_secret(data_dir: Path) -> bytes:
     """The embedded server's secret: read from its data dir, created there (0600) if absent."""
     path = data_dir / SECRET_FILE_NAME
