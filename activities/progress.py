@@ -4,6 +4,9 @@ A leg heartbeats all the time (that is how a dead worker is detected and how
 cancellation reaches a running body); the heartbeat details carry the latest
 progress. ``tasks/get`` reads them from the pending activity through
 ``describe()``, so reporting progress writes nothing to the workflow history.
+They also carry when the message last changed: the message is the working
+task's ``statusMessage``, so that moment is its ``lastUpdatedAt`` (the
+heartbeat's own time moves every second, changed or not).
 
 FastMCP's ``Progress`` dependency only knows Docket's execution and an
 in-memory fallback. ``install_progress_bridge`` makes it use the running leg's
@@ -14,6 +17,7 @@ extension's lifespan, and inert outside a leg.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 from fastmcp.server.dependencies import Progress
@@ -29,6 +33,7 @@ class LegProgress:
         self._current: float | None = None
         self._total: float | None = None
         self._message: str | None = None
+        self._message_at: datetime | None = None
 
     @property
     def current(self) -> int | None:
@@ -43,7 +48,17 @@ class LegProgress:
         return self._message
 
     def details(self) -> dict[str, Any]:
-        return {"progress": self._current, "total": self._total, "message": self._message}
+        return {
+            "progress": self._current,
+            "total": self._total,
+            "message": self._message,
+            "message_at": self._message_at.isoformat() if self._message_at else None,
+        }
+
+    def _set_message(self, message: str | None) -> None:
+        if message != self._message:
+            self._message = message
+            self._message_at = datetime.now(UTC)
 
     def report(self, *, progress: float | None, total: float | None, message: str | None) -> None:
         if progress is not None:
@@ -51,7 +66,7 @@ class LegProgress:
         if total is not None:
             self._total = total
         if message is not None:
-            self._message = message
+            self._set_message(message)
         activity.heartbeat(self.details())
 
     # The ``ProgressLike`` protocol FastMCP's ``Progress`` dependency delegates to.
@@ -68,7 +83,7 @@ class LegProgress:
     async def set_message(self, message: str | None) -> None:
         # ``None`` clears the message (``ProgressLike``; Docket and in-memory agree),
         # unlike ``report(message=None)``, which means "no new message".
-        self._message = message
+        self._set_message(message)
         activity.heartbeat(self.details())
 
     async def heartbeat_forever(self, interval_s: float) -> None:

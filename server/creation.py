@@ -8,8 +8,8 @@ a leg runs later and elsewhere:
   no workflow is ever started for it;
 - the caller is captured (token, headers, session, log level, declared
   extensions) so every leg can restore it;
-- the caller's *scope* is computed: tasks belong to ``client_id|sub`` (or
-  ``client_id``), anonymous tasks to their own scope.
+- the caller's *scope* is computed (``scope.task_scope``): tasks belong to
+  the token's principal, anonymous tasks to their own scope.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from fastmcp.server.dependencies import (
     get_http_headers,
     without_injected_parameters,
 )
-from fastmcp.server.sessions import current_principal
 from fastmcp.tools.base import Tool
 from fastmcp.tools.function_tool import (
     FunctionTool,
@@ -43,6 +42,7 @@ from pydantic_core import to_jsonable_python
 
 from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.scope import task_scope
 from fastmcp_temporal.server.wire import CreateTaskResult
 from fastmcp_temporal.server.workflow_tools import spec_for
 from fastmcp_temporal.workflows.models import CallerSnapshot, WorkflowBody
@@ -50,17 +50,6 @@ from fastmcp_temporal.workflows.models import CallerSnapshot, WorkflowBody
 #: Headers that carry credentials. The caller's token travels as the access
 #: token itself; raw credentials are not copied into the task's history.
 _SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
-
-
-def task_scope() -> str | None:
-    """The scope a task belongs to: the token's principal, else ``None`` (anonymous).
-
-    FastMCP's own principal -- ``(client_id, iss, sub)`` as compact JSON, the key
-    of ``UserSession`` and of request-state binding -- so the encoding is
-    injective (no delimiter a client id or subject could contain) and two
-    issuers' users never share a scope.
-    """
-    return current_principal()
 
 
 def validate_arguments(component: Tool, arguments: dict[str, Any]) -> dict[str, Any] | None:

@@ -12,23 +12,25 @@
 | ``tasks/cancel``           | workflow cancellation                                  |
 
 Task ids are minted here, never by the workflow. A task belongs to its caller's
-scope, and the scope is part of the workflow id: another caller's lookup names
-a workflow that does not exist, so "not yours" and "no such task" are the same
-answer by construction, whether or not a worker is up.
+scope, and the scope is part of the workflow id (as a keyed tag, see
+``scope``): another caller's lookup names a workflow that does not exist, so
+"not yours" and "no such task" are the same answer by construction, whether or
+not a worker is up. An expired task is "no such task" to all three methods.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import mcp_types
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import PydanticSerializationError
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -39,8 +41,10 @@ from temporalio.client import (
 from temporalio.common import QueryRejectCondition
 from temporalio.service import RPCError, RPCStatusCode
 
+from fastmcp_temporal.server.client_values import unstorable_field, validation_problems
+from fastmcp_temporal.server.scope import lookup_tags, scope_tag
 from fastmcp_temporal.server.starter import ToolOptions, WorkflowStarter
-from fastmcp_temporal.server.task_records import TaskRecords
+from fastmcp_temporal.server.task_records import TaskDescription, TaskRecords
 from fastmcp_temporal.server.wire import (
     CreateTaskResult,
     GetTaskResult,
@@ -79,10 +83,9 @@ def mint_task_id() -> str:
     return secrets.token_urlsafe(24)
 
 
-def workflow_id_for(task_id: str, scope: str | None) -> str:
+def workflow_id_for(task_id: str, scope: str | None, secret: bytes | None = None) -> str:
     """``mcp-<scope tag>-<task id>``: the task id is visible to operators, the scope is not."""
-    tag = "anon" if scope is None else hashlib.sha256(scope.encode()).hexdigest()[:16]
-    return f"mcp-{tag}-{task_id}"
+    return f"mcp-{scope_tag(scope, secret)}-{task_id}"
 
 
 class TaskEngine:
@@ -100,8 +103,10 @@ class TaskEngine:
         rounds_per_run: int = 200,
         eager_start: bool = False,
         tools: Mapping[str, ToolOptions] | None = None,
+        scope_secret: bytes | None = None,
     ) -> None:
         self.client = client
+        self.scope_secret = scope_secret
         self.starter = WorkflowStarter(client, task_queue=task_queue, tools=tools or {})
         self.eager_start = eager_start
         self.rounds_per_run = rounds_per_run
@@ -151,7 +156,7 @@ class TaskEngine:
             request_state=request_state,
             body=body,
         )
-        self._check_payload_size(start)
+        self._check_storable(start, arguments)
         initial = TaskView(
             task_id=task_id,
             status="working",
@@ -162,7 +167,7 @@ class TaskEngine:
         )
         await self.starter.start(
             start,
-            id=workflow_id_for(task_id, scope),
+            id=workflow_id_for(task_id, scope, self.scope_secret),
             memo={MEMO_KEY: initial.model_dump(mode="json")},
             # With a worker in this process, the start hands it the first
             # workflow task directly instead of a round trip through its poller.
@@ -177,10 +182,9 @@ class TaskEngine:
             poll_interval_ms=poll_interval_ms,
         )
 
-    def _check_payload_size(self, start: TaskStart) -> None:
+    def _check_storable(self, start: TaskStart, arguments: dict[str, Any]) -> None:
         """Reject a call whose task input Temporal would refuse, before starting anything."""
-        (payload,) = self.client.data_converter.payload_converter.to_payloads([start])
-        size = payload.ByteSize()
+        size = self._payload_size(start, arguments, "arguments")
         if size >= MAX_START_BYTES:
             raise invalid_params(
                 f"The tool arguments are too large for a durable task ({size} bytes; "
@@ -203,8 +207,7 @@ class TaskEngine:
         so a poll right after ``tasks/update`` sees its effect (answered keys
         gone). Querying only then keeps polls off the worker's hot path.
         """
-        handle = self._handle(task_id, scope)
-        description = await self.records.describe(task_id, handle.id)
+        handle, description = await self._locate(task_id, scope)
         if description.status != WorkflowExecutionStatus.RUNNING:
             return await self.records.closed_view(task_id, handle, description.status, description)
         view = await self.records.memo_view(task_id, description)
@@ -222,8 +225,8 @@ class TaskEngine:
                 # No worker could answer in time (or it could not decrypt the
                 # task): the memo still has the last state change.
                 pass
-        if view.status == "working":
-            return GetTaskResult.from_view(view, await self.records.leg_progress(description))
+        if view.status == "working" and (leg := await self.records.leg_progress(description)):
+            return GetTaskResult.from_view(view, leg.message, leg.changed_at)
         return GetTaskResult.from_view(view)
 
     # -- tasks/update ---------------------------------------------------------
@@ -235,8 +238,7 @@ class TaskEngine:
         one rejects the whole update and changes nothing); answers for any other
         key are dropped here, as the workflow would drop them.
         """
-        handle = self._handle(task_id, scope)
-        description = await self.records.describe(task_id, handle.id)
+        handle, description = await self._locate(task_id, scope)
         if description.status != WorkflowExecutionStatus.RUNNING:
             # A finished task ignores answers; an expired one is not found.
             await self.records.closed_view(task_id, handle, description.status, description)
@@ -249,22 +251,22 @@ class TaskEngine:
             if request is None:
                 continue
             adapter = _RESPONSE_FOR_METHOD.get(str(request.get("method")))
+            field = f"inputResponses[{json.dumps(key)}]"
             if adapter is None or not isinstance(value, dict):
-                raise invalid_params(f"Invalid input response for {key!r}: expected an object")
+                raise invalid_params(f"Invalid input response: {field}: expected an object")
             try:
                 adapter.validate_python(value)
             except PydanticValidationError as err:
-                raise invalid_params(
-                    f"Invalid input response for {key!r}: {err.error_count()} validation error(s)"
-                ) from None
+                problems = validation_problems(err, field)
+                raise invalid_params(f"Invalid input response: {problems}") from None
             accepted[key] = value
         if not accepted:
             return
         delivery = InputDelivery(responses=accepted)
-        (payload,) = self.client.data_converter.payload_converter.to_payloads([delivery])
-        if payload.ByteSize() >= MAX_START_BYTES:
+        size = self._payload_size(delivery, accepted, "inputResponses")
+        if size >= MAX_START_BYTES:
             raise invalid_params(
-                f"The input responses are too large for a durable task ({payload.ByteSize()} "
+                f"The input responses are too large for a durable task ({size} "
                 "bytes; Temporal's payload limit is 2 MB). Send a reference to the data instead."
             )
         try:
@@ -277,18 +279,47 @@ class TaskEngine:
     # -- tasks/cancel ---------------------------------------------------------
 
     async def cancel(self, task_id: str, scope: str | None) -> None:
-        """Request cancellation; a closed workflow ignores it (terminal states never change)."""
-        handle = self._handle(task_id, scope)
+        """Request cancellation; a finished task is left as it is, an expired one is not found.
+
+        Terminal states never change, so cancelling a finished task is an ack
+        that does nothing (the conformance suite requires the ack); past its
+        TTL the task does not exist for clients, as for ``tasks/get`` and
+        ``tasks/update``.
+        """
+        handle, description = await self._locate(task_id, scope)
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            await self.records.closed_view(task_id, handle, description.status, description)
+            return
         try:
             await handle.cancel(rpc_timeout=self.query_timeout)
         except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise task_not_found(task_id) from None
-            raise
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            # Closed between describe and cancel: it just finished, and stays as it ended.
 
-    def _handle(self, task_id: str, scope: str | None) -> WorkflowHandle[Any, TaskView]:
+    # -- shared ---------------------------------------------------------------
+
+    def _payload_size(self, value: Any, client_part: Any, root: str) -> int:
+        """The encoded size of ``value``; what the client sent that cannot be encoded is -32602."""
+        try:
+            (payload,) = self.client.data_converter.payload_converter.to_payloads([value])
+        except PydanticSerializationError:
+            problem = unstorable_field(client_part, root)
+            if problem is None:
+                raise  # not the client's value: an internal error
+            raise invalid_params(f"Invalid params: {problem}") from None
+        return payload.ByteSize()
+
+    def workflow_ids(self, task_id: str, scope: str | None) -> Sequence[str]:
+        """Where the task may be: under its keyed scope tag, then the unkeyed one of older tasks."""
         if not _TASK_ID.match(task_id):
             raise task_not_found(task_id)
-        return self.client.get_workflow_handle(
-            workflow_id_for(task_id, scope), result_type=TaskView
+        return [f"mcp-{tag}-{task_id}" for tag in lookup_tags(scope, self.scope_secret)]
+
+    async def _locate(
+        self, task_id: str, scope: str | None
+    ) -> tuple[WorkflowHandle[Any, TaskView], TaskDescription]:
+        workflow_id, description = await self.records.find(
+            task_id, self.workflow_ids(task_id, scope)
         )
+        return self.client.get_workflow_handle(workflow_id, result_type=TaskView), description

@@ -61,12 +61,13 @@ from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
-from fastmcp_temporal.server import connection, mrtr, telemetry, wire_production
+from fastmcp_temporal.server import connection, mrtr, scope, telemetry, wire_production
 from fastmcp_temporal.server.codec import task_data_converter
-from fastmcp_temporal.server.creation import create_task, task_scope
-from fastmcp_temporal.server.devserver import DevServer
+from fastmcp_temporal.server.creation import create_task
+from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR, DevServer
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.plugin import McpTasksPlugin
+from fastmcp_temporal.server.scope import task_scope
 from fastmcp_temporal.server.signals import sigterm_unwinds
 from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.versioning import WorkerVersioning
@@ -133,6 +134,11 @@ class TemporalTasks(ServerExtension):
             them by default). Default: ``TEMPORAL_DEPLOYMENT_NAME`` and
             ``TEMPORAL_WORKER_BUILD_ID`` when set, else unversioned. Only workers
             use it; see ``fastmcp_temporal.server.versioning``.
+        scope_secret: Keys the scope tag in workflow ids (HMAC), so nobody can
+            find a user's tasks in Temporal from their client id and subject.
+            The same value on every front end, at least 16 bytes. Default:
+            ``FASTMCP_TEMPORAL_SCOPE_SECRET``, else (embedded server only) a
+            file generated in ``data_dir``; see ``fastmcp_temporal.server.scope``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -162,6 +168,7 @@ class TemporalTasks(ServerExtension):
         tools: Mapping[str, ToolOptions] | None = None,
         tracing: bool = False,
         versioning: WorkerVersioning | None = None,
+        scope_secret: str | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
@@ -171,6 +178,7 @@ class TemporalTasks(ServerExtension):
                 "decides its encryption (build it with task_data_converter(key))"
             )
         self._encryption_key = encryption_key
+        self._scope_secret = scope.configured_secret(scope_secret)
         self._connection: dict[str, Any] = {"address": address, "namespace": namespace}
         self._connection |= {"api_key": api_key, "tls": tls, "profile": profile}
         self._task_queue = task_queue
@@ -345,6 +353,13 @@ class TemporalTasks(ServerExtension):
                 # (measured on Server 1.32): a versioned fleet lets Temporal route.
                 eager_start=self._run_worker and versioning is None,
                 tools=self._tools,
+                scope_secret=scope.resolve_secret(
+                    self._scope_secret,
+                    embedded_data_dir=(
+                        (self._data_dir or DEFAULT_DATA_DIR).resolve() if self._dev_server else None
+                    ),
+                    warn=not self._worker_only and self.server.auth is not None,
+                ),
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)

@@ -35,8 +35,9 @@ from fastmcp import Context
 from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from fastmcp_temporal.server.creation import create_task, task_scope
+from fastmcp_temporal.server.creation import create_task
 from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.scope import task_scope
 from fastmcp_temporal.server.wire import CreateTaskResult, GetTaskResult, invalid_params
 
 _STATE_PREFIX = "fastmcp-temporal.mrtr:"

@@ -11,8 +11,8 @@ workflow type and -- where they are registered -- by ``McpToolName`` and
 engine, the same code path), for any caller's task: operators are not scoped.
 
 A bare task id is looked up as an anonymous task first, then by scanning the
-newest tasks (``--scan``), since the caller's scope tag in the workflow id is a
-hash; ``tasks list`` prints workflow ids, which always work.
+newest tasks (``--scan``), since the caller's scope tag in the workflow id is
+keyed (``scope``); ``tasks list`` prints workflow ids, which always work.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import asyncio
 import gc
 import json
 import sys
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -38,7 +39,6 @@ from fastmcp_temporal.workflows.models import (
     TOOL_NAME_ATTRIBUTE,
     WORKFLOW_TYPE_PREFIX,
     LegPolicy,
-    TaskView,
 )
 
 _CLOSED_STATUS = {
@@ -138,8 +138,8 @@ class _OperatorEngine(TaskEngine):
         )
         self._workflow_id = workflow_id
 
-    def _handle(self, task_id: str, scope: str | None) -> Any:
-        return self.client.get_workflow_handle(self._workflow_id, result_type=TaskView)
+    def workflow_ids(self, task_id: str, scope: str | None) -> Sequence[str]:
+        return [self._workflow_id]
 
 
 async def show_task(client: Client, workflow_id: str) -> dict[str, Any]:
@@ -205,9 +205,31 @@ async def _act(client: Client, args: argparse.Namespace) -> int:
     if args.action == "show":
         print(json.dumps(await show_task(client, workflow_id), indent=2, ensure_ascii=False))
         return 0
-    await client.get_workflow_handle(workflow_id).cancel()
-    print(f"cancellation requested: {workflow_id}")
-    return 0
+    return await cancel_task(client, workflow_id)
+
+
+async def cancel_task(client: Client, workflow_id: str) -> int:
+    """Request cancellation of a running task; a finished one is reported, exit status 1.
+
+    An operator who cancels a task that already ended must not read
+    "cancellation requested": nothing will happen, and how it ended matters.
+    """
+    handle = client.get_workflow_handle(workflow_id)
+    status = (await handle.describe()).status
+    if status == WorkflowExecutionStatus.RUNNING:
+        try:
+            await handle.cancel()
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            status = (await handle.describe()).status  # it ended meanwhile
+        else:
+            print(f"cancellation requested: {workflow_id}")
+            return 0
+    ended = _CLOSED_STATUS.get(status, "failed") if status is not None else "finished"
+    task_id = task_id_of(workflow_id)
+    print(f"Task {task_id!r} already finished ({ended}): not cancelled", file=sys.stderr)
+    return 1
 
 
 def _print_rows(rows: list[dict[str, Any]], *, as_json: bool) -> None:

@@ -10,6 +10,7 @@ reported in its heartbeat, and when a finished task stops being readable.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -75,6 +76,14 @@ class TaskDescription:
         return _utc(info.close_time) if info.HasField("close_time") else None
 
 
+@dataclass(frozen=True)
+class LegStatus:
+    """What the running leg says: its message (the ``statusMessage``), and since when."""
+
+    message: str | None
+    changed_at: datetime | None
+
+
 def _utc(timestamp: Timestamp) -> datetime:
     return timestamp.ToDatetime(tzinfo=UTC)
 
@@ -89,19 +98,26 @@ class TaskRecords:
 
     async def describe(self, task_id: str, workflow_id: str) -> TaskDescription:
         """One ``DescribeWorkflowExecution``; an unknown workflow is an unknown task."""
-        request = DescribeWorkflowExecutionRequest(
-            namespace=self.client.namespace,
-            execution=WorkflowExecution(workflow_id=workflow_id),
-        )
-        try:
-            raw = await self.client.workflow_service.describe_workflow_execution(
-                request, retry=True, timeout=self.query_timeout
+        _, description = await self.find(task_id, [workflow_id])
+        return description
+
+    async def find(self, task_id: str, workflow_ids: Sequence[str]) -> tuple[str, TaskDescription]:
+        """The first of ``workflow_ids`` that exists, described; none is an unknown task."""
+        for workflow_id in workflow_ids:
+            request = DescribeWorkflowExecutionRequest(
+                namespace=self.client.namespace,
+                execution=WorkflowExecution(workflow_id=workflow_id),
             )
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise task_not_found(task_id) from None
-            raise
-        return TaskDescription(raw)
+            try:
+                raw = await self.client.workflow_service.describe_workflow_execution(
+                    request, retry=True, timeout=self.query_timeout
+                )
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    continue
+                raise
+            return workflow_id, TaskDescription(raw)
+        raise task_not_found(task_id)
 
     async def closed_view(
         self,
@@ -195,7 +211,7 @@ class TaskRecords:
             )
         return TaskView.model_validate(memo)
 
-    async def leg_progress(self, description: TaskDescription) -> str | None:
+    async def leg_progress(self, description: TaskDescription) -> LegStatus | None:
         """The running leg's latest progress message, from its heartbeat details."""
         pending = description.raw.pending_activities
         if not pending:
@@ -208,14 +224,25 @@ class TaskRecords:
                 reason = failure.message if isinstance(failure, FailureError) else str(failure)
             except PayloadDecryptionError as err:
                 reason = err.message
-            return f"Retrying (attempt {leg.attempt}): {reason}"
+            failed_at = (
+                _utc(leg.last_attempt_complete_time)
+                if leg.HasField("last_attempt_complete_time")
+                else None
+            )
+            return LegStatus(f"Retrying (attempt {leg.attempt}): {reason}", failed_at)
         if not leg.heartbeat_details.payloads:
             return None
         (details,) = await self.client.data_converter.decode(
             list(leg.heartbeat_details.payloads)[:1], [dict]
         )
-        message = details.get("message") if isinstance(details, dict) else None
-        return message if isinstance(message, str) else None
+        if not isinstance(details, dict):
+            return None
+        message = details.get("message")
+        changed_at = details.get("message_at")  # absent from legs of older workers
+        return LegStatus(
+            message if isinstance(message, str) else None,
+            datetime.fromisoformat(changed_at) if isinstance(changed_at, str) else None,
+        )
 
     def unless_expired(self, task_id: str, result: GetTaskResult) -> GetTaskResult:
         """A finished task past its TTL no longer exists for clients.

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from fastmcp_temporal.workflows.models import TaskStatus, TaskView
 
 _MAX_ECHOED_ID = 80
+_ENDED_WITHOUT_MESSAGE = frozenset({"completed", "cancelled"})
 
 
 def iso(moment: datetime) -> str:
@@ -55,13 +56,31 @@ class GetTaskResult(_TaskFields):
     input_requests: dict[str, Any] | None = Field(default=None, serialization_alias="inputRequests")
 
     @classmethod
-    def from_view(cls, view: TaskView, status_message: str | None = None) -> GetTaskResult:
+    def from_view(
+        cls,
+        view: TaskView,
+        status_message: str | None = None,
+        message_changed_at: datetime | None = None,
+    ) -> GetTaskResult:
+        """The task as the workflow recorded it, with the running leg's message if any.
+
+        ``lastUpdatedAt`` is the later of the workflow's last state change and
+        the moment the leg's message changed: both are what a poll shows. A
+        ``completed`` or ``cancelled`` task has no ``statusMessage``: what the
+        workflow holds then is the body's last progress line, which describes
+        work that is over (a ``failed`` task's message is its error).
+        """
+        last_updated_at = view.last_updated_at
+        if message_changed_at is not None:
+            last_updated_at = max(last_updated_at, message_changed_at)
+        if status_message is None and view.status not in _ENDED_WITHOUT_MESSAGE:
+            status_message = view.status_message
         return cls(
             task_id=view.task_id,
             status=view.status,
-            status_message=status_message if status_message is not None else view.status_message,
+            status_message=status_message,
             created_at=iso(view.created_at),
-            last_updated_at=iso(view.last_updated_at),
+            last_updated_at=iso(last_updated_at),
             ttl_ms=view.ttl_ms,
             poll_interval_ms=view.poll_interval_ms,
             result=view.result if view.status == "completed" else None,

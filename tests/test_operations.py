@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from fastmcp import Client, FastMCP
+from fastmcp.utilities.tests import run_server_async
 from fastmcp_tasks import call_tool_task
 from fastmcp_tasks.client import _send_get
 from temporalio import activity
@@ -28,12 +29,13 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks
-from fastmcp_temporal.server import connection, starter
+from fastmcp_temporal.server import connection, starter, task_records
 from fastmcp_temporal.server.codec import AesGcmCodec
 from fastmcp_temporal.server.engine import mint_task_id, workflow_id_for
 from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.workflows.models import WORKFLOW_TYPE, TaskStart
 from tests.processes.running import BIN, ROOT
+from tests.wire import RawMcp
 
 
 def cli(address: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -272,3 +274,62 @@ async def test_tasks_started_as_plain_mcptask_still_run(
         done = await _send_get(client.session, task_id)
     assert done.status == "completed"
     assert done.result is not None and done.result["structuredContent"] == {"result": 42}
+
+
+async def test_an_expired_task_is_not_found_by_get_update_and_cancel(
+    temporal_tasks: Callable[..., TemporalTasks], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``createdAt + ttlMs`` a finished task does not exist for clients: the three
+    methods give the same ``-32602`` as an id that names nothing (none acks)."""
+    monkeypatch.setattr(task_records, "FINISHED_GRACE", timedelta(0))
+    mcp = FastMCP("expired")
+    mcp.add_extension(temporal_tasks(ttl_ms=1500))
+
+    @mcp.tool(task=True)
+    async def quick() -> str:
+        return "done"
+
+    async with run_server_async(mcp) as url:
+        raw = RawMcp(url)
+        created = await raw.result("tools/call", {"name": "quick", "arguments": {}})
+        task_id = created["taskId"]
+        expires = datetime.fromisoformat(created["createdAt"]) + timedelta(milliseconds=1500)
+        assert (await raw.result("tasks/get", {"taskId": task_id}))["taskId"] == task_id
+        await asyncio.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 0.2)
+        answers = {
+            method: await raw.call(method, params)
+            for method, params in (
+                ("tasks/get", {"taskId": task_id}),
+                ("tasks/update", {"taskId": task_id, "inputResponses": {"1.x": {}}}),
+                ("tasks/cancel", {"taskId": task_id}),
+            )
+        }
+    for method, (status, body) in answers.items():
+        assert body.get("error") == {"code": -32602, "message": f"Task {task_id!r} not found"}, (
+            method,
+            status,
+            body,
+        )
+
+
+async def test_tasks_cancel_on_a_finished_task_says_so_and_fails(
+    temporal_server: DevServer, temporal_tasks: Callable[..., TemporalTasks]
+) -> None:
+    mcp = FastMCP("finished")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def quick() -> str:
+        return "done"
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "quick", {})
+        assert (await task.wait(timeout=30)).status == "completed"
+        workflow_id = workflow_id_for(task.task_id, None)
+        done = await asyncio.to_thread(cli, temporal_server.address, "tasks", "cancel", workflow_id)
+        assert (await task.status()).status == "completed"
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert done.stderr.strip() == (
+        f"Task {task.task_id!r} already finished (completed): not cancelled"
+    )

@@ -55,8 +55,11 @@ class RawMcp:
             request_headers["Authorization"] = f"Bearer {self._bearer}"
         request_headers.update(headers or {})
         payload = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": body_params}
+        # ASCII JSON, as JavaScript's JSON.stringify sends it: a lone surrogate
+        # travels as its escape, "\ud800" (httpx's json= cannot encode one).
+        content = json.dumps(payload).encode()
         async with httpx.AsyncClient(timeout=30) as http:
-            response = await http.post(self.url, json=payload, headers=request_headers)
+            response = await http.post(self.url, content=content, headers=request_headers)
         return response.status_code, _parse(response)
 
     async def result(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

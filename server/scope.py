@@ -1,0 +1,156 @@
+"""Whose task it is, and how its workflow id says so without saying who.
+
+A task belongs to its caller's *scope*: the access token's principal, or
+``None`` for anonymous callers. The scope is part of the workflow id,
+``mcp-<tag>-<taskId>``, so another caller's lookup names a workflow that does
+not exist. The tag must not identify the caller to whoever sees workflow ids
+(the Temporal UI, visibility queries, logs): it is an HMAC of the scope under
+a server secret, so without the secret nobody can compute a user's tag and
+list that user's tasks. Every front end of one deployment needs the same
+secret (workers never compute tags).
+
+Where the secret comes from, first match wins:
+
+1. ``TemporalTasks(scope_secret=...)``;
+2. ``FASTMCP_TEMPORAL_SCOPE_SECRET``;
+3. the embedded default (no Temporal address): a file ``scope-secret`` in the
+   embedded server's data dir, generated (mode 0600) on first start, so it
+   lives as long as the tasks it tags;
+4. none: the unkeyed tag of earlier releases (``sha256(scope)``), with a
+   warning when the server authenticates callers. A front end never invents a
+   per-process secret: its replicas and its next start would not find its tasks.
+
+Tasks created before a secret was configured keep their unkeyed ids; a keyed
+front end looks a task up under its keyed id, then under the unkeyed one, so
+they stay readable by their owners until they expire.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+from pathlib import Path
+
+from fastmcp.server.dependencies import get_access_token
+from mcp.server.auth.provider import principal_components
+
+logger = logging.getLogger(__name__)
+
+SCOPE_SECRET_ENV = "FASTMCP_TEMPORAL_SCOPE_SECRET"
+SECRET_FILE_NAME = "scope-secret"
+ANONYMOUS_TAG = "anon"
+#: Shorter secrets are guessable offline from one known (scope, tag) pair.
+MIN_SECRET_BYTES = 16
+_TAG_HEX_CHARS = 16
+
+
+def task_scope() -> str | None:
+    """The scope of the current caller: ``(client_id, iss, sub)`` as compact JSON, or ``None``.
+
+    FastMCP's principal (``current_principal``: the key of ``UserSession`` and of
+    request-state binding), except that a token verifier that puts ``sub`` only
+    in the claims (``AccessToken.subject`` left ``None``) still separates its
+    users: the subject falls back to ``claims["sub"]``, as ``fastmcp_tasks``
+    does. Without that, every user of one client id would share one scope. JSON
+    keeps the encoding injective (no delimiter a client id or subject could
+    contain), and two issuers' users never share a scope.
+    """
+    token = get_access_token()
+    if token is None:
+        return None
+    client_id, issuer, subject = principal_components(token)
+    if subject is None:
+        claimed = (token.claims or {}).get("sub")
+        subject = str(claimed) if claimed else None
+    return json.dumps([client_id, issuer, subject], separators=(",", ":"))
+
+
+def unkeyed_tag(scope: str) -> str:
+    """The tag of releases before the scope secret: linkable by anyone who knows the scope."""
+    return hashlib.sha256(scope.encode()).hexdigest()[:_TAG_HEX_CHARS]
+
+
+def scope_tag(scope: str | None, secret: bytes | None) -> str:
+    """The workflow id's scope tag: keyed when there is a secret."""
+    if scope is None:
+        return ANONYMOUS_TAG
+    if secret is None:
+        return unkeyed_tag(scope)
+    return hmac.new(secret, scope.encode(), hashlib.sha256).hexdigest()[:_TAG_HEX_CHARS]
+
+
+def lookup_tags(scope: str | None, secret: bytes | None) -> list[str]:
+    """Tags to look a task up under: the current one, then the unkeyed one of older tasks."""
+    tags = [scope_tag(scope, secret)]
+    if scope is not None and secret is not None:
+        tags.append(unkeyed_tag(scope))
+    return tags
+
+
+def parse_secret(value: str, *, origin: str) -> bytes:
+    """A configured secret as bytes; too short is a configuration error, said at startup."""
+    secret = value.strip().encode()
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ValueError(
+            f"The scope secret from {origin} is too short ({len(secret)} bytes; at least "
+            f'{MIN_SECRET_BYTES}). Generate one with: python -c "import secrets; '
+            'print(secrets.token_urlsafe(32))"'
+        )
+    return secret
+
+
+def configured_secret(explicit: str | None) -> bytes | None:
+    """The secret from the argument, else from ``FASTMCP_TEMPORAL_SCOPE_SECRET``."""
+    if explicit is not None:
+        return parse_secret(explicit, origin="scope_secret")
+    from_env = os.environ.get(SCOPE_SECRET_ENV)
+    if from_env:
+        return parse_secret(from_env, origin=SCOPE_SECRET_ENV)
+    return None
+
+
+def resolve_secret(
+    configured: bytes | None, *, embedded_data_dir: Path | None, warn: bool
+) -> bytes | None:
+    """Configured, else the embedded server's own, else none (unkeyed tags; ``warn``ed)."""
+    if configured is not None:
+        return configured
+    if embedded_data_dir is not None:
+        return embedded_secret(embedded_data_dir)
+    if warn:
+        logger.warning(
+            "fastmcp-temporal: no scope secret (%s): workflow ids carry an unkeyed "
+            "hash of the caller's principal, so anyone who sees them and knows a "
+            "user's client id and subject can find that user's tasks",
+            SCOPE_SECRET_ENV,
+        )
+    return None
+
+
+def embedded_secret(data_dir: Path) -> bytes:
+    """The embedded server's secret: read from its data dir, created there (0600) if absent."""
+    path = data_dir / SECRET_FILE_NAME
+    try:
+        return parse_secret(path.read_text(), origin=str(path))
+    except FileNotFoundError:
+        pass
+    data_dir.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(32)
+    # Written under a private name, then linked into place: a process starting
+    # on the same data dir sees no file or a whole one, never a partial one.
+    draft = data_dir / f".{SECRET_FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}"
+    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(value + "\n")
+    try:
+        os.link(draft, path)
+    except FileExistsError:  # another process was first: use its secret
+        return parse_secret(path.read_text(), origin=str(path))
+    finally:
+        draft.unlink()
+    logger.info("fastmcp-temporal: generated the scope secret in %s", path)
+    return value.encode()
