@@ -49,6 +49,7 @@ from fastmcp_temporal.server.wire import (
     task_not_found,
 )
 from fastmcp_temporal.workflows.models import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
     INPUT_SIGNAL,
     VIEW_QUERY,
     CallerSnapshot,
@@ -62,8 +63,8 @@ from fastmcp_temporal.workflows.task_workflow import (
     MEMO_KEY,
 )
 
-#: Temporal rejects payloads of 2 MB or more; leave room for the codec's envelope.
-MAX_START_BYTES = 1_900_000
+#: Temporal rejects payloads of 2 MB or more: the ceiling without external storage.
+INLINE_LIMIT_BYTES = 1_900_000
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 _RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
     "elicitation/create": TypeAdapter(mcp_types.ElicitResult),
@@ -100,8 +101,15 @@ class TaskEngine:
         rounds_per_run: int = 200,
         eager_start: bool = False,
         tools: Mapping[str, ToolOptions] | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         self.client = client
+        # Without external storage, Temporal's own limit is the honest one.
+        self.max_payload_bytes = (
+            max_payload_bytes
+            if client.data_converter.external_storage is not None
+            else min(max_payload_bytes, INLINE_LIMIT_BYTES)
+        )
         self.starter = WorkflowStarter(client, task_queue=task_queue, tools=tools or {})
         self.eager_start = eager_start
         self.rounds_per_run = rounds_per_run
@@ -150,8 +158,9 @@ class TaskEngine:
             input_responses=input_responses,
             request_state=request_state,
             body=body,
+            max_payload_bytes=self.max_payload_bytes,
         )
-        self._check_payload_size(start)
+        self._check_payload_size(start, "The tool arguments are")
         initial = TaskView(
             task_id=task_id,
             status="working",
@@ -177,14 +186,14 @@ class TaskEngine:
             poll_interval_ms=poll_interval_ms,
         )
 
-    def _check_payload_size(self, start: TaskStart) -> None:
-        """Reject a call whose task input Temporal would refuse, before starting anything."""
-        (payload,) = self.client.data_converter.payload_converter.to_payloads([start])
+    def _check_payload_size(self, value: TaskStart | InputDelivery, what: str) -> None:
+        """Refuse input above the ceiling before anything is started or signalled."""
+        (payload,) = self.client.data_converter.payload_converter.to_payloads([value])
         size = payload.ByteSize()
-        if size >= MAX_START_BYTES:
+        if size > self.max_payload_bytes:
             raise invalid_params(
-                f"The tool arguments are too large for a durable task ({size} bytes; "
-                "Temporal's payload limit is 2 MB). Pass a reference to the data instead."
+                f"{what} too large for a durable task ({size} bytes; this server's limit is "
+                f"{self.max_payload_bytes} bytes). Pass a reference to the data instead."
             )
 
     # -- tasks/get ------------------------------------------------------------
@@ -261,12 +270,7 @@ class TaskEngine:
         if not accepted:
             return
         delivery = InputDelivery(responses=accepted)
-        (payload,) = self.client.data_converter.payload_converter.to_payloads([delivery])
-        if payload.ByteSize() >= MAX_START_BYTES:
-            raise invalid_params(
-                f"The input responses are too large for a durable task ({payload.ByteSize()} "
-                "bytes; Temporal's payload limit is 2 MB). Send a reference to the data instead."
-            )
+        self._check_payload_size(delivery, "The input responses are")
         try:
             await handle.signal(INPUT_SIGNAL, delivery)
         except RPCError as err:

@@ -27,6 +27,7 @@ server is a stateless front end, and ``fastmcp-temporal worker`` runs the legs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
@@ -54,6 +55,7 @@ from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.client import Client
+from temporalio.converter import ExternalStorage, StorageDriver
 from temporalio.service import TLSConfig
 from temporalio.worker import Worker
 
@@ -64,8 +66,10 @@ from fastmcp_temporal.activities.progress import (
 from fastmcp_temporal.server import connection, mrtr, telemetry, wire_production
 from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.creation import create_task, task_scope
-from fastmcp_temporal.server.devserver import DevServer
+from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR, DevServer
 from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.payload_store import PayloadStoreSettings
+from fastmcp_temporal.server.payload_sweep import DiskPayloadSweeper
 from fastmcp_temporal.server.plugin import McpTasksPlugin
 from fastmcp_temporal.server.signals import sigterm_unwinds
 from fastmcp_temporal.server.starter import ToolOptions
@@ -127,6 +131,16 @@ class TemporalTasks(ServerExtension):
             (an ``InputRequiredResult`` on ``tools/call``) before the client gets
             the task; see ``fastmcp_temporal.server.mrtr``.
         mrtr_window: How long ``tools/call`` watches such a tool's first leg.
+        payload_store: Where payloads above ``payload_threshold`` bytes go
+            (arguments, answers, results past Temporal's 2 MB limit): a
+            directory (default ``<data_dir>/payloads``), ``"s3://bucket"``, or a
+            temporalio ``StorageDriver``. Default ``FASTMCP_TEMPORAL_PAYLOAD_STORE``.
+            A ``client=`` whose converter has no external storage gets this one.
+            See ``fastmcp_temporal.server.payload_store``.
+        payload_threshold: Payloads at least this big leave the history
+            (default ``FASTMCP_TEMPORAL_PAYLOAD_THRESHOLD`` or 256 KiB).
+        max_payload_bytes: The largest argument, answer or result of a task
+            (default ``FASTMCP_TEMPORAL_MAX_PAYLOAD_BYTES`` or 100 MiB).
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -155,6 +169,9 @@ class TemporalTasks(ServerExtension):
         profile: str | None = None,
         tools: Mapping[str, ToolOptions] | None = None,
         tracing: bool = False,
+        payload_store: str | StorageDriver | None = None,
+        payload_threshold: int | None = None,
+        max_payload_bytes: int | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
@@ -176,6 +193,11 @@ class TemporalTasks(ServerExtension):
         self._tracing = tracing
         self._client = client
         self._data_dir = Path(data_dir) if data_dir is not None else None
+        self._payload_options: dict[str, Any] = {
+            "store": payload_store,
+            "threshold": payload_threshold,
+            "max_payload_bytes": max_payload_bytes,
+        }
         self._ui = ui
         self._query_timeout = query_timeout
         self._leg_policy = leg_policy or LegPolicy()
@@ -322,7 +344,14 @@ class TemporalTasks(ServerExtension):
     async def lifespan(self) -> AsyncGenerator[None, None]:
         """Connect (starting the embedded dev server if needed), run the worker."""
         async with contextlib.AsyncExitStack() as stack:
-            client = self._client or await self._connect(stack)
+            payloads = PayloadStoreSettings.resolve(
+                data_dir=self._data_dir or DEFAULT_DATA_DIR, **self._payload_options
+            )
+            storage = await payloads.open(stack)
+            if self._client is not None:
+                client = _with_payload_storage(self._client, storage)
+            else:
+                client = await self._connect(stack, storage)
             self._engine = TaskEngine(
                 client,
                 task_queue=self._task_queue,
@@ -333,6 +362,7 @@ class TemporalTasks(ServerExtension):
                 rounds_per_run=self._rounds_per_run,
                 eager_start=self._run_worker,
                 tools=self._tools,
+                max_payload_bytes=payloads.max_payload_bytes,
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
@@ -350,11 +380,22 @@ class TemporalTasks(ServerExtension):
                     client,
                     task_queue=self._task_queue,
                     plugins=[
-                        McpTasksPlugin(self.server, workflows=workflows, activities=activities)
+                        McpTasksPlugin(
+                            self.server,
+                            workflows=workflows,
+                            activities=activities,
+                            max_payload_bytes=payloads.max_payload_bytes,
+                        )
                     ],
                     **options,
                 )
                 await stack.enter_async_context(worker)
+                if (
+                    payloads.disk_root is not None
+                    and client.data_converter.external_storage is storage
+                ):
+                    sweeper = DiskPayloadSweeper(payloads.disk_root, client)
+                    await stack.enter_async_context(sweeper.running())
             try:
                 yield
             finally:
@@ -373,7 +414,7 @@ class TemporalTasks(ServerExtension):
         self._connection |= {k: v for k, v in (connection or {}).items() if v is not None}
         self._worker_options.update(worker_options)
 
-    async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
+    async def _connect(self, stack: contextlib.AsyncExitStack, storage: ExternalStorage) -> Client:
         settings = connection.resolve(**self._connection)
         if settings.address is None and not self._worker_only:
             self._dev_server = await connection.start_embedded(
@@ -383,6 +424,21 @@ class TemporalTasks(ServerExtension):
             settings = settings.for_embedded(self._dev_server.address)
         return await connection.connect(
             settings,
-            data_converter=task_data_converter(self._encryption_key),
+            data_converter=task_data_converter(self._encryption_key, payload_storage=storage),
             plugins=telemetry.plugins() if self._tracing else (),
         )
+
+
+def _with_payload_storage(client: Client, storage: ExternalStorage) -> Client:
+    """``client`` itself if it has external storage, else a twin (same connection) with ``storage``.
+
+    Without one, a result stored by this extension's worker could not be read
+    back: every process of a deployment must resolve the same references.
+    """
+    converter = client.data_converter
+    if converter.external_storage is not None:
+        return client
+    config = client.config(active_config=True)
+    config["data_converter"] = dataclasses.replace(converter, external_storage=storage)
+    config["plugins"] = []  # already applied: their interceptors are in the active config
+    return Client(**config)

@@ -1,0 +1,240 @@
+"""Big arguments and results past Temporal's 2 MB limit: external payload storage.
+
+Real parts throughout: the session's Temporal dev server, FastMCP clients over
+the in-memory transport, the disk store in a temporary data dir, and the real
+S3 driver over HTTP against ``moto`` in server mode (started here on a free
+port). Each test also reads Temporal's own history to prove the big payload
+left it: only a reference is stored there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from fastmcp import Client, FastMCP
+from fastmcp.tools import ToolResult
+from fastmcp_tasks import call_tool_task
+from mcp.shared.exceptions import MCPError
+from mcp_types import TextContent
+from temporalio.client import Client as TemporalClient
+
+from fastmcp_temporal import DevServer, TemporalTasks
+from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.payload_store import namespace_directory
+from fastmcp_temporal.server.payload_sweep import DiskPayloadSweeper
+
+MIB = 1024 * 1024
+TASK_TIMEOUT_S = 120
+
+
+def blob_text(size: int, seed: int = 2663) -> str:
+    """``size`` characters of seeded, barely compressible text."""
+    return base64.b64encode(random.Random(seed).randbytes(size * 3 // 4 + 3)).decode()[:size]
+
+
+def big_server(tasks: TemporalTasks) -> FastMCP:
+    mcp = FastMCP("big")
+    mcp.add_extension(tasks)
+
+    @mcp.tool(task=True)
+    async def produce(size: int) -> ToolResult:
+        # Content only: a plain ``-> str`` would carry the text twice (structuredContent).
+        return ToolResult(content=[TextContent(type="text", text=blob_text(size))])
+
+    @mcp.tool(task=True)
+    async def measure(text: str) -> int:
+        return len(text)
+
+    return mcp
+
+
+async def history_bytes(temporal_client: TemporalClient, task_id: str) -> int:
+    """The size of the task's history as Temporal stores it (references, not blobs)."""
+    handle = temporal_client.get_workflow_handle(workflow_id_for(task_id, None))
+    history = await handle.fetch_history()
+    return sum(event.ByteSize() for event in history.events)
+
+
+async def produce_and_check(mcp: FastMCP, temporal_client: TemporalClient, size: int) -> str:
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "produce", {"size": size})
+        result = await asyncio.wait_for(task.result(), TASK_TIMEOUT_S)
+    assert result.content == [TextContent(type="text", text=blob_text(size))]
+    assert await history_bytes(temporal_client, task.task_id) < 256 * 1024
+    return task.task_id
+
+
+async def test_a_3_mib_result_and_argument_on_the_default_disk_store(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """Zero configuration: the blobs land in ``<data dir>/payloads``, keyed by task."""
+    tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
+    mcp = big_server(tasks)
+    task_id = await produce_and_check(mcp, temporal_client, 3 * MIB)
+    task_blobs = namespace_directory(tmp_path / "payloads", "default") / workflow_id_for(
+        task_id, None
+    )
+    assert any(path.stat().st_size > 3 * MIB for path in task_blobs.iterdir())
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "measure", {"text": blob_text(3 * MIB, seed=1)})
+        assert (await asyncio.wait_for(task.result(), TASK_TIMEOUT_S)).data == 3 * MIB
+    assert await history_bytes(temporal_client, task.task_id) < 256 * 1024
+
+
+async def test_a_50_mb_result_on_the_default_disk_store(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
+    await produce_and_check(big_server(tasks), temporal_client, 50_000_000)
+
+
+async def test_small_payloads_stay_inline(
+    temporal_server: DevServer, task_queue: str, tmp_path: Path
+) -> None:
+    tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
+    async with Client(big_server(tasks)) as client:
+        task = await call_tool_task(client, "produce", {"size": 1000})
+        assert (await task.result()).content[0].text == blob_text(1000)  # type: ignore[union-attr]
+    assert not (tmp_path / "payloads").exists()
+
+
+async def test_limits_refuse_big_arguments_and_fail_big_results(
+    temporal_server: DevServer, task_queue: str, tmp_path: Path
+) -> None:
+    tasks = TemporalTasks(
+        address=temporal_server.address,
+        task_queue=task_queue,
+        data_dir=tmp_path,
+        max_payload_bytes=MIB,
+    )
+    async with Client(big_server(tasks)) as client:
+        with pytest.raises(MCPError) as refused:
+            await call_tool_task(client, "measure", {"text": blob_text(2 * MIB)})
+        assert refused.value.error.code == -32602
+        assert f"this server's limit is {MIB} bytes" in refused.value.error.message
+
+        task = await call_tool_task(client, "produce", {"size": 2 * MIB}, raise_on_error=False)
+        failed = await task.wait(state="failed", timeout=TASK_TIMEOUT_S)
+        assert failed.error is not None and failed.error["code"] == -32603
+        assert "The tool's result is too large" in failed.error["message"]
+
+
+# -- S3 (moto in server mode) ---------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def s3_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A real S3-compatible HTTP server (moto), and ``AWS_*`` pointing at it."""
+    pytest.importorskip("moto.server", reason="the test extra installs moto[server]")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None and time.monotonic() < deadline, "moto did not start"
+            time.sleep(0.1)
+        endpoint = f"http://127.0.0.1:{port}"
+        for name, value in {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }.items():
+            monkeypatch.setenv(name, value)
+        yield endpoint
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def bucket_objects(bucket: str, create: bool = False) -> dict[str, int]:
+    import aioboto3
+
+    async with aioboto3.Session().client("s3") as s3:
+        if create:
+            await s3.create_bucket(Bucket=bucket)
+        listing = await s3.list_objects_v2(Bucket=bucket)
+        return {item["Key"]: item["Size"] for item in listing.get("Contents", [])}
+
+
+async def test_a_3_mib_result_and_argument_on_s3(
+    s3_endpoint: str, temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    await bucket_objects("task-payloads", create=True)
+    tasks = TemporalTasks(
+        address=temporal_server.address, task_queue=task_queue, payload_store="s3://task-payloads"
+    )
+    mcp = big_server(tasks)
+    task_id = await produce_and_check(mcp, temporal_client, 3 * MIB)
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "measure", {"text": blob_text(3 * MIB, seed=7)})
+        assert (await asyncio.wait_for(task.result(), TASK_TIMEOUT_S)).data == 3 * MIB
+    objects = await bucket_objects("task-payloads")
+    for owner in (task_id, task.task_id):
+        keyed = [size for key, size in objects.items() if workflow_id_for(owner, None) in key]
+        assert keyed and max(keyed) > 3 * MIB, f"no blob of task {owner} in {sorted(objects)}"
+
+
+# -- lifetime ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def finished_task(
+    temporal_server: DevServer, task_queue: str, tmp_path: Path
+) -> AsyncIterator[str]:
+    tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
+    async with Client(big_server(tasks)) as client:
+        task = await call_tool_task(client, "produce", {"size": MIB})
+        await task.result()
+    yield workflow_id_for(task.task_id, None)
+
+
+async def test_the_sweep_deletes_blobs_of_purged_and_never_started_tasks_only(
+    finished_task: str, temporal_client: TemporalClient, tmp_path: Path
+) -> None:
+    root = tmp_path / "payloads"
+    namespace = namespace_directory(root, "default")
+    live = namespace / finished_task
+    gone = namespace / "mcp-anon-purged0000000000000000000000"
+    young = namespace / "mcp-anon-starting00000000000000000000"
+    for folder in (gone, young):
+        folder.mkdir()
+        (folder / ("0" * 64)).write_bytes(b"blob")
+    interrupted = live / ".abc.tmp"
+    interrupted.write_bytes(b"half a blob")
+    two_hours_ago = time.time() - 7200
+    for path in (*live.iterdir(), live, *gone.iterdir(), gone):
+        os.utime(path, (two_hours_ago, two_hours_ago))
+
+    sweeper = DiskPayloadSweeper(root, temporal_client, grace=timedelta(hours=1))
+    assert await sweeper.sweep() == 1
+    assert not gone.exists(), "no such workflow (purged, or its start crashed): deleted"
+    assert young.exists(), "a young directory may be a start in flight: kept"
+    assert live.exists() and any(live.iterdir()), "the task still exists: its blobs stay"
+    assert not interrupted.exists(), "an old temporary file is an interrupted write"
