@@ -27,7 +27,6 @@ server is a stateless front end, and ``fastmcp-temporal worker`` runs the legs.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
@@ -68,7 +67,7 @@ from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.creation import create_task, task_scope
 from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR, DevServer
 from fastmcp_temporal.server.engine import TaskEngine
-from fastmcp_temporal.server.payload_store import PayloadStoreSettings
+from fastmcp_temporal.server.payload_store import PayloadStoreSettings, with_payload_storage
 from fastmcp_temporal.server.payload_sweep import DiskPayloadSweeper
 from fastmcp_temporal.server.plugin import McpTasksPlugin
 from fastmcp_temporal.server.signals import sigterm_unwinds
@@ -349,7 +348,7 @@ class TemporalTasks(ServerExtension):
             )
             storage = await payloads.open(stack)
             if self._client is not None:
-                client = _with_payload_storage(self._client, storage)
+                client = with_payload_storage(self._client, storage)
             else:
                 client = await self._connect(stack, storage)
             self._engine = TaskEngine(
@@ -406,10 +405,13 @@ class TemporalTasks(ServerExtension):
         *,
         task_queue: str | None = None,
         connection: Mapping[str, Any] | None = None,
+        payload_store: str | None = None,
         **worker_options: Any,
     ) -> None:
         """Make this a worker process (``fastmcp-temporal worker``): it must join a Temporal."""
         self._run_worker = self._worker_only = True
+        if payload_store is not None:
+            self._payload_options["store"] = payload_store
         self._task_queue = task_queue or self._task_queue
         self._connection |= {k: v for k, v in (connection or {}).items() if v is not None}
         self._worker_options.update(worker_options)
@@ -427,18 +429,3 @@ class TemporalTasks(ServerExtension):
             data_converter=task_data_converter(self._encryption_key, payload_storage=storage),
             plugins=telemetry.plugins() if self._tracing else (),
         )
-
-
-def _with_payload_storage(client: Client, storage: ExternalStorage) -> Client:
-    """``client`` itself if it has external storage, else a twin (same connection) with ``storage``.
-
-    Without one, a result stored by this extension's worker could not be read
-    back: every process of a deployment must resolve the same references.
-    """
-    converter = client.data_converter
-    if converter.external_storage is not None:
-        return client
-    config = client.config(active_config=True)
-    config["data_converter"] = dataclasses.replace(converter, external_storage=storage)
-    config["plugins"] = []  # already applied: their interceptors are in the active config
-    return Client(**config)

@@ -31,8 +31,10 @@ is the ceiling for one payload: arguments and answers above it are refused with
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import os
 import uuid
@@ -42,6 +44,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
 from temporalio.api.common.v1 import Payload
+from temporalio.client import Client
 from temporalio.converter import (
     ExternalStorage,
     StorageDriver,
@@ -245,3 +248,27 @@ async def _open_s3(url: str, stack: contextlib.AsyncExitStack, limit: int) -> St
         raise ValueError(f"payload store {url!r}: expected s3://<bucket>")
     s3 = await stack.enter_async_context(aioboto3.Session().client("s3"))
     return S3StorageDriver(client=new_aioboto3_client(s3), bucket=bucket, max_payload_size=limit)
+
+
+def with_payload_storage(client: Client, storage: ExternalStorage) -> Client:
+    """``client`` itself if it has external storage, else a twin (same connection) with ``storage``.
+
+    Without one, a result stored by a worker could not be read back: every
+    process of a deployment must resolve the same references.
+    """
+    converter = client.data_converter
+    if converter.external_storage is not None:
+        return client
+    config = client.config(active_config=True)
+    config["data_converter"] = dataclasses.replace(converter, external_storage=storage)
+    config["plugins"] = []  # already applied: their interceptors are in the active config
+    return Client(**config)
+
+
+def add_argument(parser: argparse.ArgumentParser) -> None:
+    """``--payload-store`` for the commands that read or write task payloads."""
+    parser.add_argument(
+        "--payload-store",
+        help=f"directory or s3://bucket of payloads past the threshold (${STORE_ENV}; "
+        "default: the data dir's payloads/)",
+    )

@@ -34,7 +34,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.mcp_server_config.v1.sources.filesystem import FileSystemSource
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 
-from fastmcp_temporal.server import connection
+from fastmcp_temporal.server import connection, payload_store
 from fastmcp_temporal.server.connection import exit_now
 from fastmcp_temporal.server.extension import TemporalTasks
 
@@ -66,13 +66,19 @@ async def serve(
     graceful_timeout_s: float = DEFAULT_GRACEFUL_TIMEOUT_S,
     max_concurrent_legs: int | None = None,
     connection_overrides: dict[str, Any] | None = None,
+    payload_store: str | None = None,
 ) -> None:
     """Run the worker until SIGTERM/SIGINT, then drain and return."""
     server, extension = await load(spec)
     options: dict[str, Any] = {"graceful_shutdown_timeout": timedelta(seconds=graceful_timeout_s)}
     if max_concurrent_legs is not None:
         options["max_concurrent_activities"] = max_concurrent_legs
-    extension.serve_as_worker(task_queue=task_queue, connection=connection_overrides, **options)
+    extension.serve_as_worker(
+        task_queue=task_queue,
+        connection=connection_overrides,
+        payload_store=payload_store,
+        **options,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -103,6 +109,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument("--max-concurrent-legs", type=int, help="legs one worker runs at once")
     connection.add_arguments(parser)
+    payload_store.add_argument(parser)
     parser.set_defaults(handler=_run)
 
 
@@ -115,6 +122,7 @@ def _run(args: argparse.Namespace) -> int:
             graceful_timeout_s=args.graceful_timeout,
             max_concurrent_legs=args.max_concurrent_legs,
             connection_overrides=connection.overrides_from(args),
+            payload_store=args.payload_store,
         )
     )
     return exit_now(0)

@@ -10,9 +10,8 @@ left it: only a reference is stored there.
 from __future__ import annotations
 
 import asyncio
-import base64
+import json
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -23,7 +22,6 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client, FastMCP
-from fastmcp.tools import ToolResult
 from fastmcp_tasks import call_tool_task
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
@@ -33,30 +31,12 @@ from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.server.payload_store import namespace_directory
 from fastmcp_temporal.server.payload_sweep import DiskPayloadSweeper
+from fastmcp_temporal.server.worker import READY_LINE
+from tests.processes.big_server import blob_text, build
+from tests.processes.running import BIN, Process
 
 MIB = 1024 * 1024
 TASK_TIMEOUT_S = 120
-
-
-def blob_text(size: int, seed: int = 2663) -> str:
-    """``size`` characters of seeded, barely compressible text."""
-    return base64.b64encode(random.Random(seed).randbytes(size * 3 // 4 + 3)).decode()[:size]
-
-
-def big_server(tasks: TemporalTasks) -> FastMCP:
-    mcp = FastMCP("big")
-    mcp.add_extension(tasks)
-
-    @mcp.tool(task=True)
-    async def produce(size: int) -> ToolResult:
-        # Content only: a plain ``-> str`` would carry the text twice (structuredContent).
-        return ToolResult(content=[TextContent(type="text", text=blob_text(size))])
-
-    @mcp.tool(task=True)
-    async def measure(text: str) -> int:
-        return len(text)
-
-    return mcp
 
 
 async def history_bytes(temporal_client: TemporalClient, task_id: str) -> int:
@@ -80,7 +60,7 @@ async def test_a_3_mib_result_and_argument_on_the_default_disk_store(
 ) -> None:
     """Zero configuration: the blobs land in ``<data dir>/payloads``, keyed by task."""
     tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
-    mcp = big_server(tasks)
+    mcp = build(tasks)
     task_id = await produce_and_check(mcp, temporal_client, 3 * MIB)
     task_blobs = namespace_directory(tmp_path / "payloads", "default") / workflow_id_for(
         task_id, None
@@ -97,14 +77,14 @@ async def test_a_50_mb_result_on_the_default_disk_store(
     temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
 ) -> None:
     tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
-    await produce_and_check(big_server(tasks), temporal_client, 50_000_000)
+    await produce_and_check(build(tasks), temporal_client, 50_000_000)
 
 
 async def test_small_payloads_stay_inline(
     temporal_server: DevServer, task_queue: str, tmp_path: Path
 ) -> None:
     tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
-    async with Client(big_server(tasks)) as client:
+    async with Client(build(tasks)) as client:
         task = await call_tool_task(client, "produce", {"size": 1000})
         assert (await task.result()).content[0].text == blob_text(1000)  # type: ignore[union-attr]
     assert not (tmp_path / "payloads").exists()
@@ -119,7 +99,7 @@ async def test_limits_refuse_big_arguments_and_fail_big_results(
         data_dir=tmp_path,
         max_payload_bytes=MIB,
     )
-    async with Client(big_server(tasks)) as client:
+    async with Client(build(tasks)) as client:
         with pytest.raises(MCPError) as refused:
             await call_tool_task(client, "measure", {"text": blob_text(2 * MIB)})
         assert refused.value.error.code == -32602
@@ -129,6 +109,49 @@ async def test_limits_refuse_big_arguments_and_fail_big_results(
         failed = await task.wait(state="failed", timeout=TASK_TIMEOUT_S)
         assert failed.error is not None and failed.error["code"] == -32603
         assert "The tool's result is too large" in failed.error["message"]
+
+
+async def test_a_front_end_reads_a_big_result_another_process_stored(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """Replicas: the leg runs in a ``fastmcp-temporal worker`` process sharing the store;
+    the stateless front end here and ``fastmcp-temporal tasks show`` read its result."""
+    store = tmp_path / "shared-payloads"
+    command = [str(BIN / "fastmcp-temporal"), "worker", "tests/processes/big_server.py"]
+    worker = Process(
+        "worker",
+        [*command, "--payload-store", str(store)],
+        {"TEMPORAL_ADDRESS": temporal_server.address, "BIG_TASK_QUEUE": task_queue},
+        tmp_path / "worker.log",
+    )
+    try:
+        await worker.wait_for_output(READY_LINE)
+        front_end = TemporalTasks(
+            address=temporal_server.address,
+            task_queue=task_queue,
+            run_worker=False,
+            payload_store=str(store),
+        )
+        task_id = await produce_and_check(build(front_end), temporal_client, 3 * MIB)
+    finally:
+        worker.stop()
+    show = await asyncio.create_subprocess_exec(
+        str(BIN / "fastmcp-temporal"),
+        "tasks",
+        "show",
+        workflow_id_for(task_id, None),
+        "--address",
+        temporal_server.address,
+        "--payload-store",
+        str(store),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(show.communicate(), 60)
+    assert show.returncode == 0, stderr.decode()[-2000:]
+    shown = json.loads(stdout)
+    assert shown["status"] == "completed"
+    assert shown["result"]["content"][0]["text"] == blob_text(3 * MIB)
 
 
 # -- S3 (moto in server mode) ---------------------------------------------------------------
@@ -190,7 +213,7 @@ async def test_a_3_mib_result_and_argument_on_s3(
     tasks = TemporalTasks(
         address=temporal_server.address, task_queue=task_queue, payload_store="s3://task-payloads"
     )
-    mcp = big_server(tasks)
+    mcp = build(tasks)
     task_id = await produce_and_check(mcp, temporal_client, 3 * MIB)
     async with Client(mcp) as client:
         task = await call_tool_task(client, "measure", {"text": blob_text(3 * MIB, seed=7)})
@@ -209,7 +232,7 @@ async def finished_task(
     temporal_server: DevServer, task_queue: str, tmp_path: Path
 ) -> AsyncIterator[str]:
     tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
-    async with Client(big_server(tasks)) as client:
+    async with Client(build(tasks)) as client:
         task = await call_tool_task(client, "produce", {"size": MIB})
         await task.result()
     yield workflow_id_for(task.task_id, None)
