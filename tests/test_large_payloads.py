@@ -27,12 +27,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 from temporalio.client import Client as TemporalClient
 
-from fastmcp_temporal import DevServer, TemporalTasks
+from fastmcp_temporal import DevServer, TemporalTasks, workflow_tool
 from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.server.payload_store import namespace_directory
 from fastmcp_temporal.server.payload_sweep import DiskPayloadSweeper
+from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.worker import READY_LINE
 from tests.processes.big_server import blob_text, build
+from tests.processes.big_workflows import BigReport, write_report
 from tests.processes.running import BIN, Process
 
 MIB = 1024 * 1024
@@ -78,6 +80,28 @@ async def test_a_50_mb_result_on_the_default_disk_store(
 ) -> None:
     tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
     await produce_and_check(build(tasks), temporal_client, 50_000_000)
+
+
+async def test_big_results_of_local_legs_and_workflow_tools(
+    temporal_server: DevServer, task_queue: str, tmp_path: Path
+) -> None:
+    """A local leg's result (a marker in the history) and a workflow tool's activity,
+    child-workflow and task results all go through the store too."""
+    tasks = TemporalTasks(
+        address=temporal_server.address,
+        task_queue=task_queue,
+        data_dir=tmp_path,
+        tools={"produce": ToolOptions(local_legs=True)},
+    )
+    mcp = build(tasks)
+    mcp.add_tool(workflow_tool(BigReport, activities=[write_report]))
+    async with Client(mcp) as client:
+        local = await call_tool_task(client, "produce", {"size": 3 * MIB})
+        local_result = await asyncio.wait_for(local.result(), TASK_TIMEOUT_S)
+        assert local_result.content == [TextContent(type="text", text=blob_text(3 * MIB))]
+        report = await call_tool_task(client, "big_report", {"size": 3 * MIB})
+        report_result = await asyncio.wait_for(report.result(), TASK_TIMEOUT_S)
+        assert report_result.data == ("report " * (3 * MIB // 7 + 1))[: 3 * MIB]
 
 
 async def test_small_payloads_stay_inline(
