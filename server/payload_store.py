@@ -191,9 +191,13 @@ class PayloadStoreSettings:
         chosen = store if store is not None else os.environ.get(STORE_ENV) or None
         settings = cls(
             store=chosen if chosen is not None else str(data_dir / "payloads"),
-            threshold=threshold if threshold is not None else _env_int(THRESHOLD_ENV),
+            threshold=threshold
+            if threshold is not None
+            else _env_int(THRESHOLD_ENV, DEFAULT_THRESHOLD),
             max_payload_bytes=(
-                max_payload_bytes if max_payload_bytes is not None else _env_int(MAX_BYTES_ENV)
+                max_payload_bytes
+                if max_payload_bytes is not None
+                else _env_int(MAX_BYTES_ENV, DEFAULT_MAX_PAYLOAD_BYTES)
             ),
         )
         if settings.threshold < 0 or settings.max_payload_bytes <= 0:
@@ -222,8 +226,7 @@ class PayloadStoreSettings:
         return ExternalStorage(drivers=[driver], payload_size_threshold=self.threshold)
 
 
-def _env_int(name: str) -> int:
-    default = DEFAULT_THRESHOLD if name == THRESHOLD_ENV else DEFAULT_MAX_PAYLOAD_BYTES
+def _env_int(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default

@@ -25,11 +25,18 @@ from fastmcp import Client, FastMCP
 from fastmcp_tasks import call_tool_task
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client as TemporalClient
+from temporalio.converter import (
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+    StorageDriverWorkflowInfo,
+)
 
 from fastmcp_temporal import DevServer, TemporalTasks, workflow_tool
 from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.payload_store import namespace_directory
+from fastmcp_temporal.server.payload_store import DiskStorageDriver, namespace_directory, owner_of
 from fastmcp_temporal.server.payload_sweep import DiskPayloadSweeper
 from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.worker import READY_LINE
@@ -176,6 +183,29 @@ async def test_a_front_end_reads_a_big_result_another_process_stored(
     shown = json.loads(stdout)
     assert shown["status"] == "completed"
     assert shown["result"]["content"][0]["text"] == blob_text(3 * MIB)
+
+
+async def test_the_disk_store_keeps_blobs_inside_and_checks_them(tmp_path: Path) -> None:
+    """Workflow ids are any text: they cannot climb out of the store; a changed blob,
+    a reference pointing elsewhere and an oversized payload are errors, never data."""
+    driver = DiskStorageDriver(tmp_path, max_payload_size=MIB)
+    owner = StorageDriverWorkflowInfo(namespace="default", id="../../etc/passwd")
+    payload = Payload(metadata={"encoding": b"json/plain"}, data=b'"' + b"x" * 1000 + b'"')
+    (claim,) = await driver.store(StorageDriverStoreContext(target=owner), [payload])
+    blob = tmp_path / claim.claim_data["path"]
+    assert blob.resolve().is_relative_to(tmp_path.resolve()) and blob.is_file()
+    assert owner_of(blob.parent) == "../../etc/passwd"
+    retrieve = StorageDriverRetrieveContext()
+    assert await driver.retrieve(retrieve, [claim]) == [payload]
+
+    blob.write_bytes(blob.read_bytes().replace(b"x", b"y"))
+    with pytest.raises(ValueError, match="SHA-256"):
+        await driver.retrieve(retrieve, [claim])
+    outside = StorageDriverClaim(claim_data={**claim.claim_data, "path": "../elsewhere"})
+    with pytest.raises(ValueError, match="outside the store"):
+        await driver.retrieve(retrieve, [outside])
+    with pytest.raises(ValueError, match="exceeds"):
+        await driver.store(StorageDriverStoreContext(target=owner), [Payload(data=b"z" * MIB)])
 
 
 # -- S3 (moto in server mode) ---------------------------------------------------------------
