@@ -10,6 +10,7 @@ left it: only a reference is stored there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -33,10 +34,16 @@ from temporalio.converter import (
     StorageDriverStoreContext,
     StorageDriverWorkflowInfo,
 )
+from temporalio.worker import Replayer
 
-from fastmcp_temporal import DevServer, TemporalTasks, workflow_tool
+from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks, workflow_tool
 from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.payload_store import DiskStorageDriver, namespace_directory, owner_of
+from fastmcp_temporal.server.payload_store import (
+    DiskStorageDriver,
+    PayloadStoreSettings,
+    namespace_directory,
+    owner_of,
+)
 from fastmcp_temporal.server.payload_sweep import DiskPayloadSweeper
 from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.worker import READY_LINE
@@ -80,6 +87,25 @@ async def test_a_3_mib_result_and_argument_on_the_default_disk_store(
         task = await call_tool_task(client, "measure", {"text": blob_text(3 * MIB, seed=1)})
         assert (await asyncio.wait_for(task.result(), TASK_TIMEOUT_S)).data == 3 * MIB
     assert await history_bytes(temporal_client, task.task_id) < 256 * 1024
+
+
+async def test_a_history_with_stored_payloads_replays(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """The workflow stays deterministic with references in its history: a replayer
+    with the same store rebuilds the task (a leg input and a result from blobs)."""
+    tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
+    mcp = build(tasks)
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "measure", {"text": blob_text(3 * MIB, seed=3)})
+        assert (await asyncio.wait_for(task.result(), TASK_TIMEOUT_S)).data == 3 * MIB
+    handle = temporal_client.get_workflow_handle(workflow_id_for(task.task_id, None))
+    history = await handle.fetch_history()
+    async with contextlib.AsyncExitStack() as stack:
+        storage = await PayloadStoreSettings.resolve(None, data_dir=tmp_path).open(stack)
+        replayer = Replayer(workflows=[], plugins=[McpTasksPlugin(mcp, payload_storage=storage)])
+        replayed = await replayer.replay_workflow(history)
+    assert replayed.replay_failure is None
 
 
 async def test_a_50_mb_result_on_the_default_disk_store(
