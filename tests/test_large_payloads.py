@@ -47,6 +47,7 @@ from fastmcp_temporal.server.payload_store import (
 from fastmcp_temporal.server.payload_sweep import DiskPayloadSweeper
 from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.worker import READY_LINE
+from tests.helpers import eventually
 from tests.processes.big_server import blob_text, build
 from tests.processes.big_workflows import BigReport, write_report
 from tests.processes.running import BIN, Process
@@ -341,3 +342,18 @@ async def test_the_sweep_deletes_blobs_of_purged_and_never_started_tasks_only(
     assert young.exists(), "a young directory may be a start in flight: kept"
     assert live.exists() and any(live.iterdir()), "the task still exists: its blobs stay"
     assert not interrupted.exists(), "an old temporary file is an interrupted write"
+
+
+async def test_a_worker_sweeps_without_being_asked(
+    temporal_server: DevServer, task_queue: str, tmp_path: Path
+) -> None:
+    """The extension's worker sweeps when it starts (then every 15 minutes)."""
+    orphan = namespace_directory(tmp_path / "payloads", "default") / "mcp-anon-crashed-start"
+    orphan.mkdir(parents=True)
+    (orphan / ("0" * 64)).write_bytes(b"an argument whose start never happened")
+    two_hours_ago = time.time() - 7200
+    for path in (*orphan.iterdir(), orphan):
+        os.utime(path, (two_hours_ago, two_hours_ago))
+    tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
+    async with Client(build(tasks)):
+        await eventually(lambda: not orphan.exists(), timeout=30)
