@@ -159,9 +159,11 @@ class _TaskMachine(WorkflowBodyRunner):
             request_state=request_state,
             body_outcome=body_outcome,
         )
-        # Only the threshold of this check changed (it was 1.9 MB, before big
-        # payloads went to external storage): replay-safe, as a history where it
-        # fired ended right here and is never replayed to schedule a leg.
+        # Only the threshold of this check changed (1.9 MB before big payloads went
+        # to external storage; tasks started before get TaskStart's default): a
+        # history where the old one fired failed the workflow in this workflow
+        # task, so no running task replays it (and tasks/get never queries a
+        # closed one); every other history records no command for this check.
         size = workflow.payload_converter().to_payloads([request])[0].ByteSize()
         if size > start.max_payload_bytes:
             self._fail(
