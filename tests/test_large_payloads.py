@@ -20,9 +20,11 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastmcp import Client, FastMCP
+from fastmcp.client.elicitation import ElicitResult
 from fastmcp_tasks import call_tool_task
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
@@ -86,6 +88,22 @@ async def test_a_3_mib_result_and_argument_on_the_default_disk_store(
 
     async with Client(mcp) as client:
         task = await call_tool_task(client, "measure", {"text": blob_text(3 * MIB, seed=1)})
+        assert (await asyncio.wait_for(task.result(), TASK_TIMEOUT_S)).data == 3 * MIB
+    assert await history_bytes(temporal_client, task.task_id) < 256 * 1024
+
+
+async def test_a_3_mib_answer_on_the_default_disk_store(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """``tasks/update`` with a 3 MiB answer: the signal and the next leg's input are blobs."""
+    tasks = TemporalTasks(address=temporal_server.address, task_queue=task_queue, data_dir=tmp_path)
+    big = blob_text(3 * MIB, seed=11)
+
+    async def answer(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        return ElicitResult(action="accept", content={"text": big})
+
+    async with Client(build(tasks), elicitation_handler=answer) as client:
+        task = await call_tool_task(client, "measure_answer", {})
         assert (await asyncio.wait_for(task.result(), TASK_TIMEOUT_S)).data == 3 * MIB
     assert await history_bytes(temporal_client, task.task_id) < 256 * 1024
 

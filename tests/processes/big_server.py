@@ -9,7 +9,8 @@ import base64
 import os
 import random
 
-from fastmcp import FastMCP
+import mcp_types
+from fastmcp import Context, FastMCP
 from fastmcp.tools import ToolResult
 from mcp_types import TextContent
 
@@ -33,6 +34,26 @@ def build(tasks: TemporalTasks) -> FastMCP:
     @mcp.tool(task=True)
     async def measure(text: str) -> int:
         return len(text)
+
+    @mcp.tool(task=True)
+    async def measure_answer(ctx: Context) -> int:
+        """Ask the client for a text, then return its length."""
+        answer = (ctx.input_responses or {}).get("text")
+        if not isinstance(answer, mcp_types.ElicitResult) or not answer.content:
+            return mcp_types.InputRequiredResult(  # type: ignore[return-value]
+                input_requests={
+                    "text": mcp_types.ElicitRequest(
+                        params=mcp_types.ElicitRequestFormParams(
+                            message="The text?",
+                            requested_schema={
+                                "type": "object",
+                                "properties": {"text": {"type": "string"}},
+                            },
+                        )
+                    )
+                }
+            )
+        return len(str(answer.content["text"]))
 
     return mcp
 
