@@ -10,6 +10,7 @@ left it: only a reference is stored there.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -295,32 +296,54 @@ def s3_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         process.wait(timeout=10)
 
 
-async def bucket_objects(bucket: str, create: bool = False) -> dict[str, int]:
+async def bucket_objects(bucket: str, create: bool = False) -> dict[str, bytes]:
+    """Every object of ``bucket`` (created first if asked), read over the S3 API."""
     import aioboto3
 
     async with aioboto3.Session().client("s3") as s3:
         if create:
             await s3.create_bucket(Bucket=bucket)
         listing = await s3.list_objects_v2(Bucket=bucket)
-        return {item["Key"]: item["Size"] for item in listing.get("Contents", [])}
+        objects: dict[str, bytes] = {}
+        for item in listing.get("Contents", []):
+            body = (await s3.get_object(Bucket=bucket, Key=item["Key"]))["Body"]
+            objects[item["Key"]] = await body.read()
+        return objects
 
 
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
 async def test_a_3_mib_result_and_argument_on_s3(
-    s3_endpoint: str, temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str
+    encrypted: bool,
+    s3_endpoint: str,
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
 ) -> None:
-    await bucket_objects("task-payloads", create=True)
+    """The real S3 driver over HTTP; with a key, the bucket holds only ciphertext."""
+    bucket = f"task-payloads-{int(encrypted)}"
+    await bucket_objects(bucket, create=True)
+    key = base64.b64encode(os.urandom(32)).decode() if encrypted else None
     tasks = TemporalTasks(
-        address=temporal_server.address, task_queue=task_queue, payload_store="s3://task-payloads"
+        address=temporal_server.address,
+        task_queue=task_queue,
+        payload_store=f"s3://{bucket}",
+        encryption_key=key,
     )
     mcp = build(tasks)
     task_id = await produce_and_check(mcp, temporal_client, 3 * MIB)
+    argument = blob_text(3 * MIB, seed=7)
     async with Client(mcp) as client:
-        task = await call_tool_task(client, "measure", {"text": blob_text(3 * MIB, seed=7)})
+        task = await call_tool_task(client, "measure", {"text": argument})
         assert (await asyncio.wait_for(task.result(), TASK_TIMEOUT_S)).data == 3 * MIB
-    objects = await bucket_objects("task-payloads")
+    objects = await bucket_objects(bucket)
     for owner in (task_id, task.task_id):
-        keyed = [size for key, size in objects.items() if workflow_id_for(owner, None) in key]
+        keyed = [
+            len(data) for name, data in objects.items() if workflow_id_for(owner, None) in name
+        ]
         assert keyed and max(keyed) > 3 * MIB, f"no blob of task {owner} in {sorted(objects)}"
+    samples = [blob_text(3 * MIB)[1000:1064].encode(), argument[1000:1064].encode()]
+    in_clear = [any(sample in data for data in objects.values()) for sample in samples]
+    assert in_clear == [not encrypted] * 2, "plaintext exactly when no key is set"
 
 
 # -- lifetime ---------------------------------------------------------------------------------
