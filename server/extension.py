@@ -68,7 +68,7 @@ from fastmcp_temporal.server.creation import create_task, task_scope
 from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR, DevServer
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.payload_store import PayloadStoreSettings, with_payload_storage
-from fastmcp_temporal.server.payload_sweep import DiskPayloadSweeper
+from fastmcp_temporal.server.payload_sweep import sweeping
 from fastmcp_temporal.server.plugin import McpTasksPlugin
 from fastmcp_temporal.server.signals import sigterm_unwinds
 from fastmcp_temporal.server.starter import ToolOptions
@@ -130,16 +130,10 @@ class TemporalTasks(ServerExtension):
             (an ``InputRequiredResult`` on ``tools/call``) before the client gets
             the task; see ``fastmcp_temporal.server.mrtr``.
         mrtr_window: How long ``tools/call`` watches such a tool's first leg.
-        payload_store: Where payloads above ``payload_threshold`` bytes go
-            (arguments, answers, results past Temporal's 2 MB limit): a
-            directory (default ``<data_dir>/payloads``), ``"s3://bucket"``, or a
-            temporalio ``StorageDriver``. Default ``FASTMCP_TEMPORAL_PAYLOAD_STORE``.
-            A ``client=`` whose converter has no external storage gets this one.
-            See ``fastmcp_temporal.server.payload_store``.
-        payload_threshold: Payloads at least this big leave the history
-            (default ``FASTMCP_TEMPORAL_PAYLOAD_THRESHOLD`` or 256 KiB).
-        max_payload_bytes: The largest argument, answer or result of a task
-            (default ``FASTMCP_TEMPORAL_MAX_PAYLOAD_BYTES`` or 100 MiB).
+        payload_store, payload_threshold, max_payload_bytes: Where payloads
+            past the threshold go (a directory, default ``<data_dir>/payloads``;
+            ``"s3://bucket"``; a ``StorageDriver``), and the largest one a task
+            may carry; see ``fastmcp_temporal.server.payload_store``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -389,12 +383,7 @@ class TemporalTasks(ServerExtension):
                     **options,
                 )
                 await stack.enter_async_context(worker)
-                if (
-                    payloads.disk_root is not None
-                    and client.data_converter.external_storage is storage
-                ):
-                    sweeper = DiskPayloadSweeper(payloads.disk_root, client)
-                    await stack.enter_async_context(sweeper.running())
+                await stack.enter_async_context(sweeping(payloads, storage, client))
             try:
                 yield
             finally:

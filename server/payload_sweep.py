@@ -28,9 +28,15 @@ from pathlib import Path
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client
+from temporalio.converter import ExternalStorage
 from temporalio.service import RPCError, RPCStatusCode
 
-from fastmcp_temporal.server.payload_store import UNSCOPED, namespace_directory, owner_of
+from fastmcp_temporal.server.payload_store import (
+    UNSCOPED,
+    PayloadStoreSettings,
+    namespace_directory,
+    owner_of,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +107,19 @@ class DiskPayloadSweeper:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+@contextlib.asynccontextmanager
+async def sweeping(
+    settings: PayloadStoreSettings, storage: ExternalStorage, client: Client
+) -> AsyncIterator[None]:
+    """A worker's sweep of ``client``'s namespace, if its store is this disk store."""
+    root = settings.disk_root
+    if root is None or client.data_converter.external_storage is not storage:
+        yield  # another store (its lifecycle rules expire it), or the client's own
+        return
+    async with DiskPayloadSweeper(root, client).running():
+        yield
 
 
 def _newest_mtime(folder: Path, cutoff: float) -> float:
