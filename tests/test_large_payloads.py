@@ -42,6 +42,7 @@ from temporalio.worker import Replayer
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks, workflow_tool
 from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.server.payload_store import (
+    STORE_ENV,
     DiskStorageDriver,
     PayloadStoreSettings,
     namespace_directory,
@@ -252,6 +253,25 @@ async def test_the_disk_store_keeps_blobs_inside_and_checks_them(tmp_path: Path)
         await driver.retrieve(retrieve, [outside])
     with pytest.raises(ValueError, match="exceeds"):
         await driver.store(StorageDriverStoreContext(target=owner), [Payload(data=b"z" * MIB)])
+
+
+def test_store_settings_come_from_arguments_then_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(STORE_ENV, raising=False)
+    default = PayloadStoreSettings.resolve(None, data_dir=tmp_path)
+    assert default.disk_root == (tmp_path / "payloads").resolve()
+    assert (default.threshold, default.max_payload_bytes) == (256 * 1024, 100 * MIB)
+    monkeypatch.setenv(STORE_ENV, f"file://{tmp_path}/elsewhere")
+    monkeypatch.setenv("FASTMCP_TEMPORAL_MAX_PAYLOAD_BYTES", "5000000")
+    from_env = PayloadStoreSettings.resolve(None, data_dir=tmp_path)
+    assert from_env.disk_root == (tmp_path / "elsewhere").resolve()
+    assert from_env.max_payload_bytes == 5_000_000
+    explicit = PayloadStoreSettings.resolve("s3://bucket", data_dir=tmp_path, max_payload_bytes=7)
+    assert (explicit.disk_root, explicit.max_payload_bytes) == (None, 7)
+    monkeypatch.setenv("FASTMCP_TEMPORAL_PAYLOAD_THRESHOLD", "lots")
+    with pytest.raises(ValueError, match="must be a number of bytes"):
+        PayloadStoreSettings.resolve(None, data_dir=tmp_path)
 
 
 # -- S3 (moto in server mode) ---------------------------------------------------------------
