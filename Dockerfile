@@ -6,6 +6,6 @@ COPY workflows ./workflows
 COPY activities ./activities
 COPY server ./server
 COPY examples ./examples
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir ".[s3]"
 EXPOSE 8000
 CMD ["python", "examples/demo_server.py", "--host", "0.0.0.0", "--port", "8000"]

@@ -47,6 +47,7 @@ from fastmcp_temporal.activities.progress import LegProgress
 from fastmcp_temporal.activities.steps import StepCheckpoint
 from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
 from fastmcp_temporal.workflows.models import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
     BodyOutcome,
     CallerSnapshot,
     LegOutcome,
@@ -58,16 +59,21 @@ logger = logging.getLogger(__name__)
 _WIRE_VERSION = MODERN_PROTOCOL_VERSIONS[-1]
 _INPUT_RESPONSE = TypeAdapter(mcp_types.InputResponse)
 _DEPENDENCY_FAILURE = "Failed to resolve dependency"
-#: Temporal rejects payloads of 2 MB or more; leave room for the codec's envelope.
-MAX_OUTCOME_BYTES = 1_900_000
 
 
 class ToolLegActivity:
     """Runs task legs against one FastMCP server (the activity's owner)."""
 
-    def __init__(self, server: FastMCP, *, heartbeat_interval_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        server: FastMCP,
+        *,
+        heartbeat_interval_s: float = 1.0,
+        max_result_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
         self._server = server
         self._heartbeat_interval_s = heartbeat_interval_s
+        self._max_result_bytes = max_result_bytes
 
     @activity.defn(dynamic=True)
     async def run_leg(self, args: Sequence[RawValue]) -> LegOutcome:
@@ -82,7 +88,7 @@ class ToolLegActivity:
     async def _run(self, request: LegRequest, progress: LegProgress) -> LegOutcome:
         component, owner, local_name = await self._resolve(request)
         if request.body_outcome is not None:
-            return _within_payload_limit(
+            return self._within_payload_limit(
                 _body_result(component, owner, local_name, request.body_outcome)
             )
         _restore_caller(request.caller)
@@ -114,7 +120,18 @@ class ToolLegActivity:
                     logger.error("Task %s: %s", request.task_id, err)
                     return _error_outcome(mcp_types.INTERNAL_ERROR, str(err))
                 return _result_outcome(_error_result(_masked_message(owner, local_name, err)))
-        return _within_payload_limit(_outcome_from(result))
+        return self._within_payload_limit(_outcome_from(result))
+
+    def _within_payload_limit(self, outcome: LegOutcome) -> LegOutcome:
+        """Fail a too-large outcome now, once, instead of leg retries that cannot succeed."""
+        size = activity.payload_converter().to_payloads([outcome])[0].ByteSize()
+        if size <= self._max_result_bytes:
+            return outcome
+        return _error_outcome(
+            mcp_types.INTERNAL_ERROR,
+            f"The tool's result is too large for a durable task ({size} bytes; this server's "
+            f"limit is {self._max_result_bytes} bytes). Return a reference to the data instead.",
+        )
 
     async def _resolve(self, request: LegRequest) -> tuple[Tool, FastMCP, str]:
         """Find the tool version the client called: runnable component, owner, local name.
@@ -177,18 +194,6 @@ def _body_result(component: Tool, owner: FastMCP, name: str, body: BodyOutcome) 
     if component.return_type is not None:
         value = get_cached_typeadapter(component.return_type).validate_python(value)
     return _outcome_from(component.convert_result(value))
-
-
-def _within_payload_limit(outcome: LegOutcome) -> LegOutcome:
-    """Fail a too-large outcome now, once, instead of leg retries that cannot succeed."""
-    size = activity.payload_converter().to_payloads([outcome])[0].ByteSize()
-    if size < MAX_OUTCOME_BYTES:
-        return outcome
-    return _error_outcome(
-        mcp_types.INTERNAL_ERROR,
-        f"The tool's result is too large for a durable task ({size} bytes; Temporal's "
-        "payload limit is 2 MB). Return a reference to the data instead.",
-    )
 
 
 def _restore_caller(caller: CallerSnapshot) -> None:

@@ -46,6 +46,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
+    ExternalStorage,
     FailureConverter,
     PayloadCodec,
     PayloadConverter,
@@ -234,15 +235,20 @@ def codec_from_config(encryption_key: str | None = None) -> AesGcmCodec:
     return AesGcmCodec.from_spec(spec)
 
 
-def task_data_converter(encryption_key: str | None = None) -> DataConverter:
+def task_data_converter(
+    encryption_key: str | None = None, *, payload_storage: ExternalStorage | None = None
+) -> DataConverter:
     """The converter every client and worker of MCP tasks should use.
 
-    Pydantic payloads, the ``AesGcmCodec`` of ``codec_from_config``, and (when
-    it encrypts) failure messages moved into encrypted attributes.
+    Pydantic payloads, the ``AesGcmCodec`` of ``codec_from_config``, (when it
+    encrypts) failure messages moved into encrypted attributes, and the
+    external storage big payloads go to (``payload_store``): it stores what the
+    codec produced, so an encrypted task's blobs are ciphertext too.
     """
     codec = codec_from_config(encryption_key)
-    if not codec.encrypts:
-        return dataclasses.replace(pydantic_data_converter, payload_codec=codec)
-    return dataclasses.replace(
-        pydantic_data_converter, payload_codec=codec, failure_converter_class=_FailureConverter
+    converter = dataclasses.replace(
+        pydantic_data_converter, payload_codec=codec, external_storage=payload_storage
     )
+    if not codec.encrypts:
+        return converter
+    return dataclasses.replace(converter, failure_converter_class=_FailureConverter)

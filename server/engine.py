@@ -53,6 +53,7 @@ from fastmcp_temporal.server.wire import (
     task_not_found,
 )
 from fastmcp_temporal.workflows.models import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
     INPUT_SIGNAL,
     VIEW_QUERY,
     CallerSnapshot,
@@ -66,8 +67,8 @@ from fastmcp_temporal.workflows.task_workflow import (
     MEMO_KEY,
 )
 
-#: Temporal rejects payloads of 2 MB or more; leave room for the codec's envelope.
-MAX_START_BYTES = 1_900_000
+#: Temporal rejects payloads of 2 MB or more: the ceiling without external storage.
+INLINE_LIMIT_BYTES = 1_900_000
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 _RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
     "elicitation/create": TypeAdapter(mcp_types.ElicitResult),
@@ -104,9 +105,16 @@ class TaskEngine:
         eager_start: bool = False,
         tools: Mapping[str, ToolOptions] | None = None,
         scope_secret: bytes | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         self.client = client
         self.scope_secret = scope_secret
+        # Without external storage, Temporal's own limit is the honest one.
+        self.max_payload_bytes = (
+            max_payload_bytes
+            if client.data_converter.external_storage is not None
+            else min(max_payload_bytes, INLINE_LIMIT_BYTES)
+        )
         self.starter = WorkflowStarter(client, task_queue=task_queue, tools=tools or {})
         self.eager_start = eager_start
         self.rounds_per_run = rounds_per_run
@@ -155,8 +163,9 @@ class TaskEngine:
             input_responses=input_responses,
             request_state=request_state,
             body=body,
+            max_payload_bytes=self.max_payload_bytes,
         )
-        self._check_storable(start, arguments)
+        self._check_payload_size(start, arguments, "arguments", "The tool arguments are")
         initial = TaskView(
             task_id=task_id,
             status="working",
@@ -182,13 +191,15 @@ class TaskEngine:
             poll_interval_ms=poll_interval_ms,
         )
 
-    def _check_storable(self, start: TaskStart, arguments: dict[str, Any]) -> None:
-        """Reject a call whose task input Temporal would refuse, before starting anything."""
-        size = self._payload_size(start, arguments, "arguments")
-        if size >= MAX_START_BYTES:
+    def _check_payload_size(
+        self, value: TaskStart | InputDelivery, client_part: Any, root: str, what: str
+    ) -> None:
+        """Refuse input above the ceiling before anything is started or signalled."""
+        size = self._payload_size(value, client_part, root)
+        if size > self.max_payload_bytes:
             raise invalid_params(
-                f"The tool arguments are too large for a durable task ({size} bytes; "
-                "Temporal's payload limit is 2 MB). Pass a reference to the data instead."
+                f"{what} too large for a durable task ({size} bytes; this server's limit is "
+                f"{self.max_payload_bytes} bytes). Pass a reference to the data instead."
             )
 
     # -- tasks/get ------------------------------------------------------------
@@ -263,12 +274,7 @@ class TaskEngine:
         if not accepted:
             return
         delivery = InputDelivery(responses=accepted)
-        size = self._payload_size(delivery, accepted, "inputResponses")
-        if size >= MAX_START_BYTES:
-            raise invalid_params(
-                f"The input responses are too large for a durable task ({size} "
-                "bytes; Temporal's payload limit is 2 MB). Send a reference to the data instead."
-            )
+        self._check_payload_size(delivery, accepted, "inputResponses", "The input responses are")
         try:
             await handle.signal(INPUT_SIGNAL, delivery)
         except RPCError as err:

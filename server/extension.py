@@ -54,6 +54,7 @@ from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.client import Client
+from temporalio.converter import ExternalStorage, StorageDriver
 from temporalio.service import TLSConfig
 from temporalio.worker import Worker
 
@@ -66,6 +67,8 @@ from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.creation import create_task
 from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR, DevServer
 from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.payload_store import PayloadStoreSettings, with_payload_storage
+from fastmcp_temporal.server.payload_sweep import sweeping
 from fastmcp_temporal.server.plugin import McpTasksPlugin
 from fastmcp_temporal.server.scope import task_scope
 from fastmcp_temporal.server.signals import sigterm_unwinds
@@ -139,6 +142,10 @@ class TemporalTasks(ServerExtension):
             The same value on every front end, at least 16 bytes. Default:
             ``FASTMCP_TEMPORAL_SCOPE_SECRET``, else (embedded server only) a
             file generated in ``data_dir``; see ``fastmcp_temporal.server.scope``.
+        payload_store, payload_threshold, max_payload_bytes: Where payloads
+            past the threshold go (a directory, default ``<data_dir>/payloads``;
+            ``"s3://bucket"``; a ``StorageDriver``), and the largest one a task
+            may carry; see ``fastmcp_temporal.server.payload_store``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -169,6 +176,9 @@ class TemporalTasks(ServerExtension):
         tracing: bool = False,
         versioning: WorkerVersioning | None = None,
         scope_secret: str | None = None,
+        payload_store: str | StorageDriver | None = None,
+        payload_threshold: int | None = None,
+        max_payload_bytes: int | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
@@ -191,6 +201,11 @@ class TemporalTasks(ServerExtension):
         self._tracing = tracing
         self._client = client
         self._data_dir = Path(data_dir) if data_dir is not None else None
+        self._payload_options: dict[str, Any] = {
+            "store": payload_store,
+            "threshold": payload_threshold,
+            "max_payload_bytes": max_payload_bytes,
+        }
         self._ui = ui
         self._query_timeout = query_timeout
         self._leg_policy = leg_policy or LegPolicy()
@@ -338,7 +353,14 @@ class TemporalTasks(ServerExtension):
     async def lifespan(self) -> AsyncGenerator[None, None]:
         """Connect (starting the embedded dev server if needed), run the worker."""
         async with contextlib.AsyncExitStack() as stack:
-            client = self._client or await self._connect(stack)
+            payloads = PayloadStoreSettings.resolve(
+                data_dir=self._data_dir or DEFAULT_DATA_DIR, **self._payload_options
+            )
+            storage = await payloads.open(stack)
+            if self._client is not None:
+                client = with_payload_storage(self._client, storage)
+            else:
+                client = await self._connect(stack, storage)
             versioning = self._worker_versioning()
             self._engine = TaskEngine(
                 client,
@@ -360,6 +382,7 @@ class TemporalTasks(ServerExtension):
                     ),
                     warn=not self._worker_only and self.server.auth is not None,
                 ),
+                max_payload_bytes=payloads.max_payload_bytes,
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
@@ -382,11 +405,13 @@ class TemporalTasks(ServerExtension):
                             workflows=workflows,
                             activities=activities,
                             versioning=versioning,
+                            max_payload_bytes=payloads.max_payload_bytes,
                         )
                     ],
                     **options,
                 )
                 await stack.enter_async_context(worker)
+                await stack.enter_async_context(sweeping(payloads, storage, client))
             try:
                 yield
             finally:
@@ -398,11 +423,14 @@ class TemporalTasks(ServerExtension):
         task_queue: str | None = None,
         connection: Mapping[str, Any] | None = None,
         versioning: WorkerVersioning | None = None,
+        payload_store: str | None = None,
         **worker_options: Any,
     ) -> None:
         """Make this a worker process (``fastmcp-temporal worker``): it must join a Temporal."""
         self._run_worker = self._worker_only = True
         self._versioning = versioning or self._versioning
+        if payload_store is not None:
+            self._payload_options["store"] = payload_store
         self._task_queue = task_queue or self._task_queue
         self._connection |= {k: v for k, v in (connection or {}).items() if v is not None}
         self._worker_options.update(worker_options)
@@ -413,7 +441,7 @@ class TemporalTasks(ServerExtension):
             return None
         return self._versioning or WorkerVersioning.resolve()
 
-    async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
+    async def _connect(self, stack: contextlib.AsyncExitStack, storage: ExternalStorage) -> Client:
         settings = connection.resolve(**self._connection)
         if settings.address is None and not self._worker_only:
             self._dev_server = await connection.start_embedded(
@@ -423,6 +451,6 @@ class TemporalTasks(ServerExtension):
             settings = settings.for_embedded(self._dev_server.address)
         return await connection.connect(
             settings,
-            data_converter=task_data_converter(self._encryption_key),
+            data_converter=task_data_converter(self._encryption_key, payload_storage=storage),
             plugins=telemetry.plugins() if self._tracing else (),
         )

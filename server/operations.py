@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import sys
@@ -30,10 +31,12 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from fastmcp_temporal.server import connection, visibility
+from fastmcp_temporal.server import connection, payload_store, visibility
 from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.connection import exit_now
+from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR
 from fastmcp_temporal.server.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.payload_store import PayloadStoreSettings
 from fastmcp_temporal.workflows.models import (
     TASK_STATUS_ATTRIBUTE,
     TOOL_NAME_ATTRIBUTE,
@@ -174,6 +177,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         parser.add_argument("--scan", type=int, default=10_000, help="newest tasks to search")
     for parser in (listing, show, cancel):
         connection.add_arguments(parser)
+        payload_store.add_argument(parser)
         parser.set_defaults(handler=_run)
 
 
@@ -183,12 +187,17 @@ def _run(args: argparse.Namespace) -> int:
 
 async def _main(args: argparse.Namespace) -> int:
     settings = connection.resolve(**connection.overrides_from(args))
-    client = await connection.connect(settings, data_converter=task_data_converter())
-    try:
-        return await _act(client, args)
-    finally:
-        del client
-        gc.collect()  # drop the Temporal client before exit (temporalio/sdk-python#300)
+    async with contextlib.AsyncExitStack() as stack:
+        payloads = PayloadStoreSettings.resolve(args.payload_store, data_dir=DEFAULT_DATA_DIR)
+        storage = await payloads.open(stack)
+        client = await connection.connect(
+            settings, data_converter=task_data_converter(payload_storage=storage)
+        )
+        try:
+            return await _act(client, args)
+        finally:
+            del client
+            gc.collect()  # drop the Temporal client before exit (temporalio/sdk-python#300)
 
 
 async def _act(client: Client, args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 
 from fastmcp import FastMCP
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter
+from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
@@ -32,6 +32,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from fastmcp_temporal.activities.tool_leg import ToolLegActivity
 from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.versioning import WorkerVersioning
+from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
 
 #: Modules the workflow sandbox shares with the worker instead of re-importing
@@ -43,15 +44,20 @@ _PASSTHROUGH = ("fastmcp_temporal", "fastmcp", "mcp", "mcp_types", "pydantic", "
 
 
 def _task_converter(
-    encryption_key: str | None,
+    encryption_key: str | None, payload_storage: ExternalStorage | None
 ) -> Callable[[DataConverter | None], DataConverter]:
-    """Keep a codec the caller configured; else the task codec (key or environment)."""
+    """Keep a codec and a store the caller configured; else the task codec / ``payload_storage``."""
 
     def resolve(converter: DataConverter | None) -> DataConverter:
+        storage = payload_storage
+        if converter is not None and converter.external_storage is not None:
+            storage = converter.external_storage
         if converter is None or converter.payload_codec is None:
-            return task_data_converter(encryption_key)
+            return task_data_converter(encryption_key, payload_storage=storage)
         return dataclasses.replace(
-            converter, payload_converter_class=pydantic_data_converter.payload_converter_class
+            converter,
+            payload_converter_class=pydantic_data_converter.payload_converter_class,
+            external_storage=storage,
         )
 
     return resolve
@@ -79,16 +85,22 @@ class McpTasksPlugin(SimplePlugin):
         workflows: Sequence[type] = (),
         activities: Sequence[Callable[..., Any]] = (),
         versioning: WorkerVersioning | None = None,
+        payload_storage: ExternalStorage | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         """``workflows``/``activities``: the server's workflow tools and their
         activities (``workflow_tool_parts(server)``), hosted on the same worker.
         ``versioning``: the worker's Deployment Version (``None``: unversioned;
-        ``WorkerVersioning.resolve()`` reads it from the environment)."""
+        ``WorkerVersioning.resolve()`` reads it from the environment).
+        ``payload_storage``: where big payloads go when the client has no store
+        (``PayloadStoreSettings.open``); ``max_payload_bytes``: the largest result."""
         self._versioning = versioning
-        legs = ToolLegActivity(server, heartbeat_interval_s=heartbeat_interval_s)
+        legs = ToolLegActivity(
+            server, heartbeat_interval_s=heartbeat_interval_s, max_result_bytes=max_payload_bytes
+        )
         super().__init__(
             "fastmcp_temporal.McpTasksPlugin",
-            data_converter=_task_converter(encryption_key),
+            data_converter=_task_converter(encryption_key, payload_storage),
             workflows=[McpTaskWorkflow, McpToolTaskWorkflow, *workflows],
             activities=[legs.run_leg, *activities],
             workflow_runner=_passthrough,

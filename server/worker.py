@@ -39,7 +39,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.mcp_server_config.v1.sources.filesystem import FileSystemSource
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 
-from fastmcp_temporal.server import connection
+from fastmcp_temporal.server import connection, payload_store
 from fastmcp_temporal.server.connection import exit_now
 from fastmcp_temporal.server.extension import TemporalTasks
 from fastmcp_temporal.server.versioning import BEHAVIORS, WorkerVersioning
@@ -73,6 +73,7 @@ async def serve(
     max_concurrent_legs: int | None = None,
     connection_overrides: dict[str, Any] | None = None,
     versioning: WorkerVersioning | None = None,
+    payload_store: str | None = None,
 ) -> None:
     """Run the worker until SIGTERM/SIGINT, then drain and return."""
     server, extension = await load(spec)
@@ -80,7 +81,11 @@ async def serve(
     if max_concurrent_legs is not None:
         options["max_concurrent_activities"] = max_concurrent_legs
     extension.serve_as_worker(
-        task_queue=task_queue, connection=connection_overrides, versioning=versioning, **options
+        task_queue=task_queue,
+        versioning=versioning,
+        connection=connection_overrides,
+        payload_store=payload_store,
+        **options,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -127,6 +132,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="task workflows stay on their build (pinned) or move to the current one",
     )
     connection.add_arguments(parser)
+    payload_store.add_argument(parser)
     parser.set_defaults(handler=_run)
 
 
@@ -148,6 +154,7 @@ def _run(args: argparse.Namespace) -> int:
             max_concurrent_legs=args.max_concurrent_legs,
             connection_overrides=connection.overrides_from(args),
             versioning=versioning,
+            payload_store=args.payload_store,
         )
     )
     return exit_now(0)

@@ -13,6 +13,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import fastmcp_tasks  # noqa: F401  (registers the client half of the tasks extension)
 import pytest
@@ -49,13 +50,15 @@ def task_queue(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def temporal_tasks(
-    temporal_client: TemporalClient, task_queue: str
+    temporal_client: TemporalClient, task_queue: str, tmp_path: Path
 ) -> Callable[..., TemporalTasks]:
-    """Build a ``TemporalTasks`` bound to the session's server and this test's queue."""
+    """Build a ``TemporalTasks`` bound to the session's server and this test's queue
+    (big payloads go to this test's own directory)."""
 
     def build(**options: object) -> TemporalTasks:
         options.setdefault("client", temporal_client)
         options.setdefault("task_queue", task_queue)
+        options.setdefault("data_dir", tmp_path)
         return TemporalTasks(**options)  # type: ignore[arg-type]
 
     return build

@@ -151,6 +151,42 @@ async def test_the_temporal_cli_decodes_through_it(
     assert "hunter2" not in readable_text(stored)
 
 
+async def test_a_big_payload_shows_as_its_store_reference(
+    temporal_server: DevServer, task_queue: str, tmp_path: Any
+) -> None:
+    """Payloads in the payload store are references in the history: the codec server
+    passes them through (the UI shows which blob holds them), their blobs stay sealed."""
+    mcp = FastMCP("cli-big")
+    mcp.add_extension(
+        TemporalTasks(
+            address=temporal_server.address,
+            task_queue=task_queue,
+            encryption_key=KEY,
+            data_dir=tmp_path,
+        )
+    )
+
+    @mcp.tool(task=True)
+    async def echo(text: str) -> str:
+        return f"echo {text}"
+
+    big = "hunter2 " + "z" * 400_000
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "echo", {"text": big})
+        assert (await task.result()).data == f"echo {big}"
+    workflow_id = workflow_id_for(task.task_id, None)
+
+    async with codec_server() as url:
+        decoded = readable_text(
+            await cli_history(temporal_server.address, workflow_id, "--codec-endpoint", url)
+        )
+    assert "fastmcp-temporal.disk" in decoded, "the reference names its store"
+    # Only the call preview of the workflow's summary (decrypted) shows the text's start.
+    assert "z" * 1000 not in decoded, "the big payloads are in the store, not the history"
+    blobs = list((tmp_path / "payloads").rglob("*"))
+    assert blobs and not any(b"hunter2" in p.read_bytes() for p in blobs if p.is_file())
+
+
 async def test_a_dev_server_ui_points_at_the_codec_endpoint(tmp_path: Any) -> None:
     """The README's wiring: ``--ui-codec-endpoint`` reaches the UI's settings."""
     endpoint = "http://127.0.0.1:8081"

@@ -4,7 +4,8 @@ There is no Docker engine here, so the file is validated the way Compose itself
 reads it (``docker compose config``, or the standalone ``docker-compose``),
 then the resolved services are checked: Temporal on PostgreSQL, the Web UI, the
 one-shot search-attribute registration, a stateless MCP front end, two workers,
-and the codec server behind the ``encryption`` profile.
+the codec server behind the ``encryption`` profile, and MinIO as the payload
+store of front end and workers (its bucket and lifecycle rule made by a one shot).
 """
 
 from __future__ import annotations
@@ -87,6 +88,29 @@ def test_compose_file_validates_and_describes_the_deployment() -> None:
         assert "FASTMCP_TEMPORAL_RUN_WORKER" not in worker["environment"]
     assert services["codec-server"]["command"][:2] == ["fastmcp-temporal", "codec-server"]
     assert (ROOT / "examples" / "demo_server.py").exists()
+
+
+def test_front_end_and_workers_share_the_minio_payload_store() -> None:
+    services = resolved()["services"]
+    assert services["minio"]["image"].startswith("minio/minio:")
+    bucket = services["payload-bucket"]
+    assert bucket["depends_on"]["minio"]["condition"] == "service_healthy"
+    setup = " ".join(bucket["command"])
+    assert "mc mb --ignore-existing store/mcp-task-payloads" in setup
+    assert "mc ilm rule add --expire-days" in setup, "blobs expire without anyone asking"
+    for name in ("mcp-server", "worker-1", "worker-2"):
+        service = services[name]
+        environment = service["environment"]
+        assert environment["FASTMCP_TEMPORAL_PAYLOAD_STORE"] == "s3://mcp-task-payloads"
+        assert environment["AWS_ENDPOINT_URL"] == "http://minio:9000"
+        assert (
+            environment["AWS_ACCESS_KEY_ID"] == services["minio"]["environment"]["MINIO_ROOT_USER"]
+        )
+        assert service["depends_on"]["payload-bucket"]["condition"] == (
+            "service_completed_successfully"
+        )
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert '".[s3]"' in dockerfile, "the image installs the S3 driver"
 
 
 def test_the_codec_server_only_runs_with_the_encryption_profile() -> None:

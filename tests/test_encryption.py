@@ -17,6 +17,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import mcp_types
@@ -190,8 +191,17 @@ def secret_server(markers: Markers, tasks: TemporalTasks) -> FastMCP:
     return mcp
 
 
+#: Makes the argument, the start and the result big enough for the payload store.
+PADDING = " " + "p" * 400_000
+
+
 async def run_secret_tasks(mcp: FastMCP, markers: Markers) -> list[str]:
-    """A task that asks and completes, one that fails; returns their workflow ids."""
+    """A task that asks and completes, one that fails; returns their workflow ids.
+
+    The argument is padded past the payload store's threshold, so the task's
+    start, its leg inputs and its result are blobs in the store, not history.
+    """
+    dataset = markers.argument + PADDING
 
     async def answer(message: str, response_type: Any, params: Any, context: Any) -> Any:
         return ElicitResult(action="accept", content={"pin": markers.answer})
@@ -199,10 +209,10 @@ async def run_secret_tasks(mcp: FastMCP, markers: Markers) -> list[str]:
     async with run_server_async(mcp) as url:
         transport = StreamableHttpTransport(url, headers={"X-Tenant": markers.header})
         async with Client(transport, auth=markers.token, elicitation_handler=answer) as client:
-            vault = await call_tool_task(client, "vault", {"dataset": markers.argument})
+            vault = await call_tool_task(client, "vault", {"dataset": dataset})
             assert markers.result in str((await vault.result()).data)
             refuse = await call_tool_task(
-                client, "refuse", {"dataset": markers.argument}, raise_on_error=False
+                client, "refuse", {"dataset": dataset}, raise_on_error=False
             )
             failed = await refuse.wait(state="failed", timeout=20)
             assert markers.failure in (failed.status_message or "")
@@ -253,10 +263,15 @@ def readable_text(cli_json: str) -> str:
 
 
 @pytest.mark.parametrize("encrypted", [True, False], ids=["with-key", "control-no-key"])
-async def test_history_holds_no_plaintext_when_a_key_is_set(
-    encrypted: bool, temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str
+async def test_history_and_blob_store_hold_no_plaintext_when_a_key_is_set(
+    encrypted: bool,
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
 ) -> None:
-    """No marker anywhere in the stored bytes, nor in what the CLI shows.
+    """No marker anywhere in the stored bytes (history and payload blobs), nor in what
+    the CLI shows.
 
     The argument is named ``dataset`` so the UI's call preview shows its value
     (it hides credential-like names): the static summary is covered too.
@@ -266,10 +281,18 @@ async def test_history_holds_no_plaintext_when_a_key_is_set(
         address=temporal_server.address,
         task_queue=task_queue,
         encryption_key=new_key() if encrypted else None,
+        data_dir=tmp_path,
     )
     workflow_ids = await run_secret_tasks(secret_server(markers, tasks), markers)
 
-    seen: set[str] = set()
+    blobs = [path for path in (tmp_path / "payloads").rglob("*") if path.is_file()]
+    assert len(blobs) >= 4, "start, leg input and result of the big task are blobs"
+    stored = "\n".join(path.read_bytes().decode("utf-8", "replace") for path in blobs)
+    found = {name for name, marker in markers.all().items() if marker in stored}
+    assert not (encrypted and found), f"in clear in the payload store: {sorted(found)}"
+    if not encrypted:
+        assert {"argument", "result"} <= found, "the control reads the blobs' plaintext"
+    seen: set[str] = set(found)
     for workflow_id in workflow_ids:
         # A codec-less client reads the raw bytes Temporal stores; the CLI, what operators see.
         history = await temporal_client.get_workflow_handle(workflow_id).fetch_history()

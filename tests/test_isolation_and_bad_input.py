@@ -619,12 +619,17 @@ async def workflow_ids_on(
         await asyncio.sleep(0.1)
 
 
+#: A 2 MB ceiling keeps these payloads small (the default is 100 MiB, see
+#: ``tests/test_large_payloads.py`` for payloads past Temporal's own 2 MB).
+LIMIT = 2_000_000
+
+
 async def test_oversized_arguments_are_rejected_up_front_and_start_nothing(
     temporal_tasks: BuildTasks, temporal_client: TemporalClient, task_queue: str
 ) -> None:
-    """A 2.5 MB argument (over Temporal's 2 MB payload limit) is a clear ``-32602``;
+    """A 2.5 MB argument (over the server's ``max_payload_bytes``) is a clear ``-32602``;
     no workflow is started for it (a valid call afterwards is the only one)."""
-    async with run_server_async(build_server(temporal_tasks())) as url:
+    async with run_server_async(build_server(temporal_tasks(max_payload_bytes=LIMIT))) as url:
         raw = RawMcp(url)
         status, body = await raw.call(
             "tools/call", {"name": "done", "arguments": {"data": "x" * 2_500_000}}
@@ -642,7 +647,7 @@ async def test_oversized_arguments_are_rejected_up_front_and_start_nothing(
 async def test_an_oversized_answer_is_invalid_params_and_changes_nothing(
     temporal_tasks: BuildTasks,
 ) -> None:
-    async with run_server_async(build_server(temporal_tasks())) as url:
+    async with run_server_async(build_server(temporal_tasks(max_payload_bytes=LIMIT))) as url:
         raw = RawMcp(url)
         task_id = await create(raw, "confirm")
         parked = await wait_for(raw, task_id, "input_required")
@@ -662,9 +667,10 @@ async def test_arguments_and_answers_over_the_limit_together_fail_clearly(
     temporal_tasks: BuildTasks, temporal_client: TemporalClient
 ) -> None:
     """Either the answer is refused (``-32602``, task unchanged) or the task fails with a
-    clear error soon after; it must not ack and then hang."""
+    clear error soon after; it must not ack and then hang. Each is under the limit,
+    together they are over it (the workflow's own check of the leg's input)."""
     server = FastMCP("big-answers")
-    server.add_extension(temporal_tasks())
+    server.add_extension(temporal_tasks(max_payload_bytes=LIMIT))
 
     @server.tool(task=True)
     async def confirm_big(data: str, ctx: Context) -> str:

@@ -23,9 +23,10 @@ Using one optional tool for both calls (rather than ``x_sync``/``x_task``
 twins) matters: masked error texts and ``Unknown tool`` messages contain the
 tool's name, so twins could never be byte-identical.
 
-Cases where the task deliberately differs (a protocol fault fails the task),
-and the 2 MB payload limit, stay here marked ``xfail(strict=True)`` with the
-reason, so any change in that behaviour shows up at once.
+Cases where the task deliberately differs (a protocol fault fails the task)
+stay here marked ``xfail(strict=True)`` with the reason, so any change in that
+behaviour shows up at once. Results past Temporal's 2 MB payload limit (a 2.2,
+a 10 and a 4 MB result) travel through the external payload store.
 """
 
 from __future__ import annotations
@@ -142,23 +143,23 @@ def raises(
 
 # -- primitives ---------------------------------------------------------------
 
-PAYLOAD_LIMIT = (
-    "LIMITATION: a leg's result travels as one Temporal payload, which Temporal caps at "
-    "2 MB; the synchronous call returns the ~2.2 MB result, the task fails at once (no "
-    "retries) with -32603 naming the size and the limit."
-)
-
 
 @returns({"text": 'Grüße, 世界 — 🚀 "quoted" \\ back\nslash\t\u0000'})
 async def returns_str(text: str) -> str:
     return text
 
 
-@returns(xfail=PAYLOAD_LIMIT)
+@returns()
 async def returns_large_str() -> str:
     # 1.1 MB of (seeded, so repeatable, and barely compressible) text; the result
     # carries it twice: text block + structuredContent.
     return base64.b64encode(random.Random(2663).randbytes(825_000)).decode()
+
+
+@returns()
+async def returns_5_mb_str() -> str:
+    # Past Temporal's 2 MB limit: the 10 MB result goes to the payload store.
+    return base64.b64encode(random.Random(5).randbytes(3_750_000)).decode()
 
 
 @returns({"text": ""})
@@ -412,6 +413,12 @@ async def returns_value_violating_its_annotation() -> Annotated[int, Field(ge=0)
 @returns()
 async def returns_image_helper() -> Image:
     return Image(data=PNG, format="png")
+
+
+@returns()
+async def returns_3_mb_image_helper() -> Image:
+    # 3 MB of binary, 4 MB as base64 in an ImageContent block.
+    return Image(data=PNG + random.Random(3).randbytes(3_000_000), format="png")
 
 
 @returns()
@@ -931,7 +938,9 @@ def _without_envelope_stamp(result_text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-async def wires(temporal_client: TemporalClient) -> AsyncIterator[dict[bool, Wire]]:
+async def wires(
+    temporal_client: TemporalClient, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[dict[bool, Wire]]:
     """One server per masking policy, each with its own task queue, for the module.
 
     Built once (not per test) to keep the file fast: the catalogue has ~80
@@ -943,7 +952,11 @@ async def wires(temporal_client: TemporalClient) -> AsyncIterator[dict[bool, Wir
     }
     for mask, server in servers.items():
         server.add_extension(
-            TemporalTasks(client=temporal_client, task_queue=f"parity-{run}-{int(mask)}")
+            TemporalTasks(
+                client=temporal_client,
+                task_queue=f"parity-{run}-{int(mask)}",
+                data_dir=tmp_path_factory.mktemp("parity-payloads"),
+            )
         )
     async with (
         run_server_async(servers[False]) as plain_url,

@@ -37,6 +37,9 @@ VIEW_QUERY = "mcp_task"
 #: ``type`` of the failure raised when a payload cannot be decrypted
 #: (``fastmcp_temporal.server.codec``): the task fails closed with its message.
 UNDECRYPTABLE_ERROR_TYPE = "McpPayloadUndecryptable"
+#: The largest argument, answer or result one task may carry (external storage
+#: holds it; ``fastmcp_temporal.server.payload_store``).
+DEFAULT_MAX_PAYLOAD_BYTES = 100 * 1024 * 1024
 
 #: Custom search attributes (Keyword), so operators can filter tasks in the Web
 #: UI and ``fastmcp-temporal tasks list``. Temporal stores them in clear, even
@@ -164,6 +167,9 @@ class TaskStart(BaseModel):
     #: the workflow may upsert ``McpTaskStatus`` (an unregistered one would fail
     #: its workflow task). False for tasks started before they existed.
     search_attributes: bool = False
+    #: The ceiling for the task's leg inputs, chosen by the server that started
+    #: it (tasks started before it existed get the default).
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 
 
 class LegRequest(BaseModel):

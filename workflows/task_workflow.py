@@ -56,8 +56,6 @@ TASK_EXPIRED = -32000
 FAILED_ERROR_TYPE = "McpTaskFailed"
 #: JSON-RPC ``-32602``: the task's own input cannot be carried by Temporal.
 INVALID_PARAMS = -32602
-#: Temporal rejects payloads of 2 MB or more; leave room for the codec's envelope.
-MAX_LEG_INPUT_BYTES = 1_900_000
 _DETAILS_LIMIT = 500
 #: A finished task whose view (result included) is at most this big is also
 #: written to the memo, so ``tasks/get`` reads it with one ``describe``; a
@@ -161,14 +159,19 @@ class _TaskMachine(WorkflowBodyRunner):
             request_state=request_state,
             body_outcome=body_outcome,
         )
+        # Only the threshold of this check changed (1.9 MB before big payloads went
+        # to external storage; tasks started before get TaskStart's default): a
+        # history where the old one fired failed the workflow in this workflow
+        # task, so no running task replays it (and tasks/get never queries a
+        # closed one); every other history records no command for this check.
         size = workflow.payload_converter().to_payloads([request])[0].ByteSize()
-        if size >= MAX_LEG_INPUT_BYTES:
+        if size > start.max_payload_bytes:
             self._fail(
                 {
                     "code": INVALID_PARAMS,
                     "message": (
                         f"The task's input for leg {round_number} (its arguments and answers) is "
-                        f"too large ({size} bytes; Temporal's payload limit is 2 MB)"
+                        f"too large ({size} bytes; the limit is {start.max_payload_bytes} bytes)"
                     ),
                 }
             )
