@@ -33,9 +33,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio import workflow
 
 if TYPE_CHECKING:
-    from fastmcp import Context, FastMCP
+    import mcp_types
+    from fastmcp import Client, Context, FastMCP
+    from fastmcp.client.client import CallToolResult as FastMCPCallToolResult
     from fastmcp.server.extensions import ServerExtension
     from fastmcp.tools.base import Tool
+    from mcp.client.session import ElicitationFnT
     from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
     from pydantic import TypeAdapter
 
@@ -245,12 +248,39 @@ def workflow_run_signature(workflow_class: type) -> tuple[str | None, Callable[.
     return definition.name, definition.run_fn
 
 
+# -- the client helper -------------------------------------------------------------
+
+
+async def parse_tool_result(
+    client: Client, tool_name: str, result: mcp_types.CallToolResult, *, raise_on_error: bool
+) -> FastMCPCallToolResult:
+    """A raw ``CallToolResult`` as ``client.call_tool`` returns it (``.data`` typed).
+
+    Why: ``Client._parse_call_tool_result`` (output schema lookup, structured
+    content to ``.data``) is how FastMCP's own task handle finishes a result; it
+    has no public twin. Delete when FastMCP exposes it.
+    """
+    return await client._parse_call_tool_result(tool_name, result, raise_on_error=raise_on_error)
+
+
+def client_elicitation_callback(client: Client) -> ElicitationFnT | None:
+    """The SDK-shaped elicitation callback built from ``Client(elicitation_handler=...)``.
+
+    Why: stored only as ``Client._elicitation_callback``; a task waiting for input
+    is answered by the same handler a synchronous call would use. Delete when
+    FastMCP exposes it.
+    """
+    return client._elicitation_callback
+
+
 __all__ = [
     "LOG_LEVEL_PER_SESSION",
+    "client_elicitation_callback",
     "is_client_tool_call",
     "live_session_log_level",
     "masks_error_details",
     "mounted_origin",
+    "parse_tool_result",
     "pass_task_results_through",
     "registered_extension",
     "resolve_param_hints",
