@@ -20,9 +20,9 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from fastmcp.server.dependencies import Progress
 from temporalio import activity
 
+from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.task_context import current_leg_progress
 
 
@@ -97,31 +97,19 @@ class LegProgress:
             activity.heartbeat(self.details())
 
 
-_original_aenter: Any = None
 _bridge_holds = 0
-
-
-async def _progress_aenter(self: Progress) -> Progress:
-    leg = current_leg_progress.get()
-    if leg is None:
-        return await _original_aenter(self)
-    instance = Progress()
-    instance._impl = leg
-    return instance
 
 
 def install_progress_bridge() -> None:
     """Route the ``Progress`` dependency to the running leg (refcounted)."""
-    global _original_aenter, _bridge_holds
+    global _bridge_holds
     _bridge_holds += 1
-    if _original_aenter is None:
-        _original_aenter = Progress.__aenter__
-        Progress.__aenter__ = _progress_aenter  # type: ignore[method-assign]
+    if _bridge_holds == 1:
+        _compat.route_progress_dependency(current_leg_progress.get)
 
 
 def uninstall_progress_bridge() -> None:
-    global _original_aenter, _bridge_holds
+    global _bridge_holds
     _bridge_holds = max(0, _bridge_holds - 1)
-    if _bridge_holds == 0 and _original_aenter is not None:
-        Progress.__aenter__ = _original_aenter  # type: ignore[method-assign]
-        _original_aenter = None
+    if _bridge_holds == 0:
+        _compat.route_progress_dependency(None)

@@ -9,8 +9,10 @@ surface and answers from what the task captured at creation:
   ``None`` and ``session`` raises, because there is no request;
 - ``report_progress`` (and the ``Progress`` dependency) heartbeat the activity,
   which is how ``tasks/get`` reports ``statusMessage`` while a leg runs;
-- logging is gated by the submitting session's ``logging/setLevel`` and goes to
-  the server log: SEP-2663 sends no ``notifications/message`` for tasks;
+- logging goes to the server log (SEP-2663 sends no ``notifications/message``
+  for tasks), gated as FastMCP gates background work: by the submitting
+  session's ``logging/setLevel`` on FastMCP 4.1, by the server's
+  ``client_log_level`` on 4.2 (where that level is connection state);
 - ``client_supports_extension`` answers from the capabilities the client
   declared on the creating request;
 - ``input_responses`` / ``request_state`` carry the previous round's answers.
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastmcp.server.context import Context
 
+from fastmcp_temporal import _compat
 from fastmcp_temporal.workflows.models import CallerSnapshot
 
 if TYPE_CHECKING:
@@ -100,7 +103,7 @@ class TaskContext(Context):
         logger_name: str | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Log from a task: gated by the submitting session's level, written server-side."""
+        """Log from a task, written server-side, gated as FastMCP gates background work."""
         level = level or "info"
         if _LEVEL_SEVERITY.get(level, 1) < _LEVEL_SEVERITY.get(self._minimum_log_level(), 0):
             return
@@ -115,13 +118,13 @@ class TaskContext(Context):
 
     def _minimum_log_level(self) -> str:
         server = (self._level_server and self._level_server()) or self.fastmcp
-        caller = self._caller
-        if caller.log_level_key is not None:
-            live = server._client_log_levels.get(caller.log_level_key)
+        if _compat.LOG_LEVEL_PER_SESSION:
+            caller = self._caller
+            live = _compat.live_session_log_level(server, caller.log_level_key)
             if live is not None:
                 return live
-        if caller.log_level is not None:
-            return caller.log_level
+            if caller.log_level is not None:
+                return caller.log_level
         return server.client_log_level or "debug"
 
     def client_supports_extension(self, extension_id: str) -> bool:

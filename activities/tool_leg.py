@@ -26,13 +26,11 @@ import mcp_types
 from fastmcp import FastMCP
 from fastmcp.exceptions import FastMCPError, NotFoundError
 from fastmcp.server.auth import AccessToken
-from fastmcp.server.dependencies import _background_task_headers, _background_task_session_id
 from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from fastmcp.utilities.exceptions import get_http_status_code, is_timeout_error
 from fastmcp.utilities.types import get_cached_typeadapter
 from fastmcp.utilities.versions import VersionSpec
-from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.shared.exceptions import MCPError
 from mcp_types.methods import serialize_server_result
@@ -43,6 +41,7 @@ from temporalio import activity
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
+from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.progress import LegProgress
 from fastmcp_temporal.activities.steps import StepCheckpoint
 from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
@@ -159,8 +158,8 @@ class ToolLegActivity:
         component = await registered_component(server, tool)
         owner, local_name = server, tool.name
         probe: Tool | None = tool
-        while isinstance(probe, FastMCPProviderTool):
-            owner, local_name = probe._server, probe._original_name or probe.name
+        while probe is not None and (origin := _compat.mounted_origin(probe)) is not None:
+            owner, local_name = origin
             try:
                 probe = await owner.get_tool(local_name, version)
             except NotFoundError:
@@ -187,7 +186,7 @@ def _body_result(component: Tool, owner: FastMCP, name: str, body: BodyOutcome) 
     """
     if body.error is not None:
         message = f"Error calling tool {name!r}"
-        if not owner._mask_error_details:
+        if not _compat.masks_error_details(owner):
             message += f": {body.error}"
         return _result_outcome(_error_result(message))
     value = body.value
@@ -209,9 +208,7 @@ def _restore_caller(caller: CallerSnapshot) -> None:
         token = AccessToken.model_validate_json(caller.access_token_json)
         if token.expires_at is None or token.expires_at >= int(time.time()):
             user = AuthenticatedUser(token)
-    auth_context_var.set(user)
-    _background_task_headers.set(dict(caller.http_headers) if caller.http_headers else None)
-    _background_task_session_id.set(caller.session_id)
+    _compat.restore_request_identity(user, caller.http_headers, caller.session_id)
 
 
 def _typed_responses(raw: dict[str, Any] | None) -> mcp_types.InputResponses | None:
@@ -227,7 +224,7 @@ def _masked_message(owner: FastMCP, tool_name: str, err: Exception) -> str:
         return "Rate limited by upstream API, please retry later"
     if is_timeout_error(err):
         return "Upstream request timed out, please retry"
-    if owner._mask_error_details:
+    if _compat.masks_error_details(owner):
         return f"Error calling tool {tool_name!r}"
     return f"Error calling tool {tool_name!r}: {err}"
 

@@ -25,9 +25,9 @@ import fastmcp_tasks  # noqa: F401
 import mcp_types
 from fastmcp import Client, Context, FastMCP
 from fastmcp_tasks import call_tool_task
-from fastmcp_tasks.client import _send_update
 
 from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.client import update_task
 
 QUESTION = mcp_types.InputRequiredResult(
     input_requests={
@@ -72,7 +72,7 @@ async def main(n: int, parked: int) -> None:
             parked_view = await task.wait(state="input_required", timeout=60)
             (key,) = parked_view.input_requests
             sent = time.perf_counter()
-            await _send_update(client.session, task.task_id, {key: {"action": "accept"}})
+            await update_task(client.session, task.task_id, {key: {"action": "accept"}})
             polled = time.perf_counter()
             await task.status()  # the answer is being applied: served by the workflow's query
             get_after_update.append((time.perf_counter() - polled) * 1000)

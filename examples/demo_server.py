@@ -3,9 +3,10 @@
     ./dev demo            # http://127.0.0.1:8000/mcp, Temporal Web UI URL in the log
 
 Every ``task=True`` tool below becomes a Temporal workflow when a client opts
-in to the tasks extension (the FastMCP ``Client`` with ``fastmcp_tasks``
-imported does). Open the Web UI to watch them: one workflow per task, one
-activity per leg, the tool's name as the activity type.
+in to the tasks extension (a FastMCP ``Client`` with
+``fastmcp_temporal.client.TasksClientExtension`` does). Open the Web UI to
+watch them: one workflow per task, one activity per leg, the tool's name as
+the activity type.
 """
 
 from __future__ import annotations

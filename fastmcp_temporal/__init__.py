@@ -5,9 +5,12 @@ from fastmcp_temporal import TemporalTasks
 
 mcp.add_extension(TemporalTasks())
 ```
+
+Clients: ``fastmcp_temporal.client`` (``TasksClientExtension``, ``call_tool_task``).
 """
 
 from fastmcp_temporal.activities.steps import Steps
+from fastmcp_temporal.client import TasksClientExtension, ToolTask, call_tool_task
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.extension import TemporalTasks
 from fastmcp_temporal.server.plugin import McpTasksPlugin
@@ -20,8 +23,11 @@ __all__ = [
     "LegPolicy",
     "McpTasksPlugin",
     "Steps",
+    "TasksClientExtension",
     "TemporalTasks",
+    "ToolTask",
     "WorkerVersioning",
+    "call_tool_task",
     "workflow_tool",
     "workflow_tool_parts",
 ]

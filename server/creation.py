@@ -21,25 +21,21 @@ from collections.abc import Callable
 from typing import Any
 
 from fastmcp.exceptions import ValidationError
-from fastmcp.server.context import Context, _log_level_session_key
+from fastmcp.server.context import Context
 from fastmcp.server.dependencies import (
     get_access_token,
     get_http_headers,
     without_injected_parameters,
 )
 from fastmcp.tools.base import Tool
-from fastmcp.tools.function_tool import (
-    FunctionTool,
-    _resolve_param_hints,
-    _strict_input_validation,
-    _validate_input,
-)
+from fastmcp.tools.function_tool import FunctionTool
 from fastmcp.utilities.types import get_cached_typeadapter
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import to_jsonable_python
 
+from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.scope import task_scope
@@ -65,7 +61,7 @@ def validate_arguments(component: Tool, arguments: dict[str, Any]) -> dict[str, 
         return None
     adapter, signature = _probe_for(component.fn, component.run_in_thread)
     try:
-        validated = _validate_input(adapter, arguments, strict=_strict_input_validation())
+        validated = _compat.validate_tool_input(adapter, arguments)
     except PydanticValidationError as err:
         raise ValidationError(str(err), log_level=logging.WARNING) from err
     bound = signature.bind_partial(**validated)
@@ -92,7 +88,7 @@ def _signature_probe(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
     def probe(*args: Any, **kwargs: Any) -> dict[str, Any]:
         return dict(kwargs)
 
-    hints = _resolve_param_hints(fn)
+    hints = _compat.resolve_param_hints(fn)
     signature = inspect.signature(fn)
     probe.__signature__ = signature  # type: ignore[attr-defined]
     probe.__annotations__ = {
@@ -116,13 +112,7 @@ def capture_caller(context: Context) -> CallerSnapshot:
         session_id: str | None = context.session_id
     except RuntimeError:
         session_id = None
-    log_level_key: str | None = None
-    log_level: str | None = None
-    try:
-        log_level_key = _log_level_session_key(context.session)
-        log_level = context.fastmcp._client_log_levels.get(log_level_key)
-    except RuntimeError:
-        pass
+    log_level_key, log_level = _compat.session_log_level(context)
     return CallerSnapshot(
         access_token_json=token.model_dump_json() if token is not None else None,
         http_headers=headers or None,

@@ -36,11 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastmcp.exceptions import NotFoundError, ToolError
-from fastmcp.server.dependencies import (
-    _is_client_tool_call,
-    extract_version_spec,
-    get_http_request,
-)
+from fastmcp.server.dependencies import extract_version_spec, get_http_request
 from fastmcp.server.extensions import (
     MethodBinding,
     ServerExtension,
@@ -58,6 +54,7 @@ from temporalio.converter import ExternalStorage, StorageDriver
 from temporalio.service import TLSConfig
 from temporalio.worker import Worker
 
+from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
@@ -232,6 +229,11 @@ class TemporalTasks(ServerExtension):
         return twin
 
     @property
+    def task_queue(self) -> str:
+        """The queue this extension's task workflows (and, by default, their legs) run on."""
+        return self._task_queue
+
+    @property
     def engine(self) -> TaskEngine:
         if self._engine is None:
             raise MCPError(code=-32603, message="The Temporal tasks extension is not running")
@@ -309,7 +311,7 @@ class TemporalTasks(ServerExtension):
         protocol, ``forbidden`` never does. Only the tool the client named is
         tasked: a tool that middleware or another tool calls runs inline.
         """
-        from_client = _is_client_tool_call()
+        from_client = _compat.is_client_tool_call()
         version_spec = extract_version_spec(params.meta)
         version = VersionSpec(eq=version_spec) if version_spec else None
         try:

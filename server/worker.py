@@ -39,6 +39,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.mcp_server_config.v1.sources.filesystem import FileSystemSource
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 
+from fastmcp_temporal import _compat
 from fastmcp_temporal.server import connection, payload_store
 from fastmcp_temporal.server.connection import exit_now
 from fastmcp_temporal.server.extension import TemporalTasks
@@ -56,7 +57,7 @@ async def load(spec: str) -> tuple[FastMCP, TemporalTasks]:
     server = await FileSystemSource(path=spec).load_server()
     if not isinstance(server, FastMCP):
         raise SystemExit(f"worker: {spec} is not a FastMCP server")
-    extension = server._extensions.get(TASKS_EXTENSION_ID)
+    extension = _compat.registered_extension(server, TASKS_EXTENSION_ID)
     if not isinstance(extension, TemporalTasks):
         raise SystemExit(
             f"worker: {spec} has no TemporalTasks extension: "
@@ -91,12 +92,12 @@ async def serve(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with server._lifespan_manager():
+    async with _compat.server_lifespan(server):
         version = extension._worker_versioning()
         logger.warning(
             "fastmcp-temporal worker: server %r, task queue %r, %s",
             server.name,
-            extension._task_queue,
+            extension.task_queue,
             f"version {version.describe()}" if version else "unversioned",
         )
         print(READY_LINE, flush=True)

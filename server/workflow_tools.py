@@ -35,7 +35,8 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import Tool
 from fastmcp.tools.function_tool import FunctionTool
 from fastmcp.utilities.tasks import TaskConfig
-from temporalio import workflow
+
+from fastmcp_temporal import _compat
 
 
 @dataclass(frozen=True)
@@ -64,16 +65,15 @@ def workflow_tool(
     poll_interval: timedelta = timedelta(seconds=1),
 ) -> FunctionTool:
     """Make ``workflow_class`` (a ``@workflow.defn`` class) an MCP task tool."""
-    definition = workflow._Definition.must_from_class(workflow_class)
-    if definition.name is None:
+    workflow_name, run_fn = _compat.workflow_run_signature(workflow_class)
+    if workflow_name is None:
         raise ValueError("A dynamic workflow cannot be a workflow tool: it has no run signature")
-    run_fn = definition.run_fn
     signature = inspect.signature(run_fn)
     parameters = list(signature.parameters.values())[1:]  # drop self
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
         raise ValueError("A workflow tool's run() needs named parameters, not *args/**kwargs")
     hints = typing.get_type_hints(run_fn)
-    tool_name = name or _snake(definition.name)
+    tool_name = name or _snake(workflow_name)
 
     async def run_as_task(**arguments: Any) -> Any:
         raise ToolError(f"{tool_name!r} is a workflow: it runs only as a task")
@@ -96,7 +96,7 @@ def workflow_tool(
     )
     _SPECS[tool.fn] = WorkflowToolSpec(
         workflow_class=workflow_class,
-        workflow_name=definition.name,
+        workflow_name=workflow_name,
         parameters=tuple(p.name for p in parameters),
         activities=tuple(activities),
         task_queue=task_queue,

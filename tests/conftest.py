@@ -3,19 +3,21 @@
 Every test gets its own task queue, so tests never see each other's workflows
 and nothing is restarted between them. Servers are real FastMCP servers with
 ``TemporalTasks`` sharing the session's client; clients are real FastMCP
-``Client``s (with the ``fastmcp_tasks`` client half) over the in-memory
-transport or streamable HTTP.
+``Client``s over the in-memory transport or streamable HTTP, declaring the
+tasks extension: through the peer's client half (``fastmcp_tasks``) where it
+is installed (FastMCP 4.1, as its users have it), else through
+``fastmcp_temporal.client`` (FastMCP 4.2, where the peer does not exist).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import fastmcp_tasks  # noqa: F401  (registers the client half of the tasks extension)
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import run_server_async
@@ -23,6 +25,11 @@ from temporalio.client import Client as TemporalClient
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from fastmcp_temporal import DevServer, TemporalTasks
+from fastmcp_temporal.client import enable_transparent_tasks
+
+with contextlib.suppress(ImportError):
+    import fastmcp_tasks  # noqa: F401  (the peer's client half, FastMCP 4.1 only)
+enable_transparent_tasks()  # inert while the peer's client half is imported
 
 
 @pytest.fixture(scope="session")

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import run_server_async
-from fastmcp_tasks import call_tool_task
 from fastmcp_tasks.client import _send_update
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.client import call_tool_task
 from tests.test_isolation_and_bad_input import (
     ACCEPT,
     assert_clean,

@@ -12,18 +12,16 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-import fastmcp_tasks  # noqa: F401
 import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp.utilities.tests import run_server_async
-from fastmcp_tasks import ToolTask, call_tool_task
-from fastmcp_tasks.client import _send_update
 from temporalio.client import Client as TemporalClient
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks
+from fastmcp_temporal.client import ToolTask, call_tool_task, update_task
 from fastmcp_temporal.server.devserver import free_port
 from tests.helpers import eventually, front_end, kill, spawn, spawn_worker
 from tests.processes.crash_server import mcp as crash_server
@@ -154,7 +152,7 @@ async def test_restart_the_temporal_server_with_tasks_running_and_parked(
             temporal = await DevServer.start(data_dir=tmp_path, ui=False, port=port)
             for task, view in zip(parked, views, strict=True):
                 (key,) = view.input_requests
-                await _send_update(mcp_client.session, task.task_id, {key: {"action": "accept"}})
+                await update_task(mcp_client.session, task.task_id, {key: {"action": "accept"}})
             finals = [await t.wait(timeout=120) for t in running + parked]
     finally:
         temporal.stop()

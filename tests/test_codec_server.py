@@ -19,11 +19,11 @@ import httpx
 import pytest
 import uvicorn
 from fastmcp import Client, FastMCP
-from fastmcp_tasks import call_tool_task
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload
 
 from fastmcp_temporal import DevServer, TemporalTasks
+from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.codec import KEY_ENV, AesGcmCodec
 from fastmcp_temporal.server.codec_server import create_app
 from fastmcp_temporal.server.devserver import free_port

@@ -7,11 +7,11 @@ from datetime import timedelta
 from pathlib import Path
 
 from fastmcp import Client
-from fastmcp_tasks import call_tool_task
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin
+from fastmcp_temporal.client import call_tool_task
 from tests.helpers import eventually, front_end, kill, spawn_worker
 from tests.processes.crash_server import mcp as crash_server
 

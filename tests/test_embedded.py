@@ -52,15 +52,15 @@ async def test_tasks_survive_a_restart_of_the_embedded_server(tmp_path: Path) ->
     """Same data directory, new process: the finished task is still there."""
     first = TemporalTasks(data_dir=tmp_path, task_queue="restart", ui=False)
     async with Client(echo_server(first)) as client:
-        from fastmcp_tasks import call_tool_task
+        from fastmcp_temporal.client import call_tool_task
 
         task = await call_tool_task(client, "echo", {"text": "kept"})
         await task.wait()
     second = TemporalTasks(data_dir=tmp_path, task_queue="restart", ui=False)
     async with Client(echo_server(second)) as client:
-        from fastmcp_tasks.client import _send_get
+        from fastmcp_temporal.client import get_task
 
-        again = await _send_get(client.session, task.task_id)
+        again = await get_task(client.session, task.task_id)
         assert again.status == "completed"
         assert again.result is not None and again.result["structuredContent"] == {"result": "kept"}
 

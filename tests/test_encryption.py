@@ -27,8 +27,6 @@ from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.utilities.tests import run_server_async
-from fastmcp_tasks import call_tool_task
-from fastmcp_tasks.client import ToolTask
 from mcp.shared.exceptions import MCPError
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
@@ -38,6 +36,7 @@ from temporalio.client import Client as TemporalClient
 from temporalio.converter import DataConverter
 
 from fastmcp_temporal import DevServer, LegPolicy, TemporalTasks
+from fastmcp_temporal.client import ToolTask, call_tool_task
 from fastmcp_temporal.server.codec import (
     KEY_ENV,
     AesGcmCodec,

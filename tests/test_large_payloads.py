@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.client.elicitation import ElicitResult
-from fastmcp_tasks import call_tool_task
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 from temporalio.api.common.v1 import Payload
@@ -40,6 +39,7 @@ from temporalio.converter import (
 from temporalio.worker import Replayer
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks, workflow_tool
+from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.server.payload_store import (
     STORE_ENV,

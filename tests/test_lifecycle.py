@@ -16,13 +16,12 @@ import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.client.elicitation import ElicitResult
 from fastmcp.exceptions import ToolError
-from fastmcp_tasks import call_tool_task
-from fastmcp_tasks.client import _send_update
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from fastmcp_temporal.client import call_tool_task, update_task
 from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.workflows.task_workflow import FINAL_MEMO_LIMIT
 from tests.conftest import http_client
@@ -142,7 +141,7 @@ async def test_finished_tasks_never_change(temporal_tasks: Callable[..., Tempora
         task = await call_tool_task(client, "quick", {})
         done = await task.wait()
         await task.cancel()
-        await _send_update(client.session, task.task_id, {"any": {"action": "accept"}})
+        await update_task(client.session, task.task_id, {"any": {"action": "accept"}})
         after = await task.status()
         assert after.status == "completed"
         assert after.result == done.result
@@ -215,7 +214,7 @@ async def test_input_required_round_trip_over_http(
         (key,) = parked.input_requests
         assert key != "name", "keys are minted by the task, not the tool"
         assert parked.input_requests[key]["method"] == "elicitation/create"
-        await _send_update(
+        await update_task(
             client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "Ada"}}}
         )
         assert (await task.result()).data == "Hello, Ada!"
@@ -273,14 +272,14 @@ async def test_partial_answers_retire_only_their_keys(
         parked = await task.wait(state="input_required", timeout=20)
         key_a, key_b = sorted(parked.input_requests)
         accept = {"action": "accept", "content": {"answer": "x"}}
-        await _send_update(client.session, task.task_id, {key_a: accept, "never-issued": accept})
+        await update_task(client.session, task.task_id, {key_a: accept, "never-issued": accept})
         rest = await task.status()
         assert rest.status == "input_required"
         assert set(rest.input_requests) == {key_b}
         with pytest.raises(Exception, match="Invalid input response"):
-            await _send_update(client.session, task.task_id, {key_b: {"action": 42}})
+            await update_task(client.session, task.task_id, {key_b: {"action": 42}})
         assert set((await task.status()).input_requests) == {key_b}
-        await _send_update(
+        await update_task(
             client.session, task.task_id, {key_b: {"action": "accept", "content": {"answer": "y"}}}
         )
         assert (await task.result()).data == "xy"
@@ -306,7 +305,7 @@ async def test_racing_updates_start_the_next_leg_exactly_once(
         (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
         await asyncio.gather(
             *(
-                _send_update(
+                update_task(
                     client.session,
                     task.task_id,
                     {key: {"action": "accept", "content": {"answer": str(i)}}},
@@ -333,7 +332,7 @@ async def test_cancel_while_parked_and_later_updates_are_no_ops(
         (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
         await task.cancel()
         assert (await task.wait(timeout=20)).status == "cancelled"
-        await _send_update(
+        await update_task(
             client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "x"}}}
         )
         assert (await task.status()).status == "cancelled"
@@ -361,7 +360,7 @@ async def test_tasks_are_readable_and_answerable_with_no_worker_up(
         (key,) = parked.input_requests
         # The worker is gone again: the parked state and the answer still work.
         assert (await task.status()).input_requests == parked.input_requests
-        await _send_update(
+        await update_task(
             client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "y"}}}
         )
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
@@ -386,7 +385,7 @@ async def test_local_legs_run_the_same_task_without_activity_tasks(
     async with Client(mcp) as client:
         task = await call_tool_task(client, "add", {"a": 2, "b": 3})
         (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
-        await _send_update(
+        await update_task(
             client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "y"}}}
         )
         assert (await task.result()).data == 5

@@ -22,13 +22,12 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import run_server_async
-from fastmcp_tasks import call_tool_task
-from fastmcp_tasks.client import _send_get
 from temporalio import activity
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks
+from fastmcp_temporal.client import call_tool_task, get_task
 from fastmcp_temporal.server import connection, starter, task_records
 from fastmcp_temporal.server.codec import AesGcmCodec
 from fastmcp_temporal.server.engine import mint_task_id, workflow_id_for
@@ -81,7 +80,7 @@ async def test_tasks_command_lists_shows_and_cancels(
 
         shown = await asyncio.to_thread(cli, address, "tasks", "show", task.task_id)
         assert shown.returncode == 0, shown.stderr
-        seen = (await _send_get(client.session, task.task_id)).model_dump(
+        seen = (await get_task(client.session, task.task_id)).model_dump(
             by_alias=True, exclude_none=True
         )
         detailed = json.loads(shown.stdout)
@@ -271,7 +270,7 @@ async def test_tasks_started_as_plain_mcptask_still_run(
             WORKFLOW_TYPE, start, id=workflow_id_for(task_id, None), task_queue=task_queue
         )
         await handle.result()
-        done = await _send_get(client.session, task_id)
+        done = await get_task(client.session, task_id)
     assert done.status == "completed"
     assert done.result is not None and done.result["structuredContent"] == {"result": 42}
 

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import mcp_types
 from fastmcp import Client, Context, FastMCP
-from fastmcp_tasks import call_tool_task
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.client import call_tool_task
 
 
 def question() -> mcp_types.InputRequiredResult:

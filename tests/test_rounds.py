@@ -13,11 +13,11 @@ from pathlib import Path
 
 import mcp_types
 from fastmcp import Client, Context, FastMCP
-from fastmcp_tasks import call_tool_task
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, Steps, TemporalTasks
+from fastmcp_temporal.client import call_tool_task
 from tests.helpers import eventually, front_end, kill, spawn_worker
 from tests.processes.steps_server import mcp as steps_server
 

@@ -46,10 +46,9 @@ from fastmcp.server.dependencies import (
     get_http_request,
 )
 from fastmcp.utilities.tests import run_server_async
-from fastmcp_tasks import call_tool_task
-from fastmcp_tasks.client import ToolTask
 
-from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal import TemporalTasks, _compat
+from fastmcp_temporal.client import ToolTask, call_tool_task
 
 TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks"
 
@@ -274,7 +273,23 @@ async def test_progress_dependency_can_clear_its_message(temporal_tasks: BuildTa
 
 # -- logging: gated by the submitting client's level, written server-side -------------------------
 
+#: FastMCP 4.2 keeps ``logging/setLevel`` as connection state, out of reach of
+#: background work, which logs at the server's default there (upstream's choice).
+session_log_level = pytest.mark.skipif(
+    not _compat.LOG_LEVEL_PER_SESSION,
+    reason="FastMCP 4.2+: a client's logging/setLevel does not reach background work",
+)
 
+
+def _task_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    return [
+        (record.levelname, record.getMessage())
+        for record in caplog.records
+        if record.name == "fastmcp_temporal.task"
+    ]
+
+
+@session_log_level
 async def test_task_logging_is_gated_by_the_submitting_clients_level(
     temporal_tasks: BuildTasks, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -311,6 +326,7 @@ async def test_task_logging_is_gated_by_the_submitting_clients_level(
     assert task_lines == [("ERROR", f"task {task.task_id}: error line (emitted)")]
 
 
+@session_log_level
 @pytest.mark.parametrize(
     "mounted",
     [
@@ -387,6 +403,55 @@ async def test_task_logging_without_a_level_uses_the_server_default(
         ("DEBUG", f"task {task.task_id}: debug line"),
         ("INFO", f"task {task.task_id}: info line"),
         ("WARNING", f"task {task.task_id}: warning line"),
+    ]
+
+
+async def test_task_logging_is_gated_by_the_servers_client_log_level(
+    temporal_tasks: BuildTasks, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With no ``logging/setLevel``, a task logs at the server's ``client_log_level``."""
+    caplog.set_level(logging.DEBUG, logger="fastmcp_temporal.task")
+    mcp = FastMCP("logging-server-level", client_log_level="warning")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def chatty(ctx: Context) -> str:
+        await ctx.info("info line (suppressed)")
+        await ctx.warning("warning line (emitted)")
+        return "logged"
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "chatty", {})
+        assert (await task.result()).data == "logged"
+
+    assert _task_lines(caplog) == [("WARNING", f"task {task.task_id}: warning line (emitted)")]
+
+
+@pytest.mark.skipif(
+    _compat.LOG_LEVEL_PER_SESSION, reason="FastMCP 4.1: a task follows its client's level"
+)
+async def test_on_fastmcp_42_a_clients_level_does_not_reach_its_tasks(
+    temporal_tasks: BuildTasks, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As FastMCP's own background work on 4.2: the server default gates, not the client."""
+    caplog.set_level(logging.DEBUG, logger="fastmcp_temporal.task")
+    mcp = FastMCP("logging-connection-level")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def chatty(ctx: Context) -> str:
+        await ctx.info("info line")
+        await ctx.error("error line")
+        return "logged"
+
+    async with Client(mcp, mode="legacy") as legacy, Client(mcp) as client:
+        await legacy.set_logging_level("error")
+        task = await call_tool_task(client, "chatty", {})
+        assert (await task.result()).data == "logged"
+
+    assert _task_lines(caplog) == [
+        ("INFO", f"task {task.task_id}: info line"),
+        ("ERROR", f"task {task.task_id}: error line"),
     ]
 
 

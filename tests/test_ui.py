@@ -20,10 +20,9 @@ from typing import Any
 import httpx
 import pytest
 from fastmcp import Client, Context, FastMCP
-from fastmcp_tasks import call_tool_task
-from fastmcp_tasks.client import ToolTask, _send_update
 
 from fastmcp_temporal import DevServer, TemporalTasks
+from fastmcp_temporal.client import ToolTask, call_tool_task, update_task
 from fastmcp_temporal.server.engine import workflow_id_for
 from tests.processes.browser import chromium_binary, open_page
 from tests.test_lifecycle import ask
@@ -120,7 +119,7 @@ async def test_an_operator_finds_and_reads_a_task_through_the_ui_api(
         )
 
         (key,) = (await task.status()).input_requests or {}
-        await _send_update(client.session, task.task_id, {key: ACCEPT})
+        await update_task(client.session, task.task_id, {key: ACCEPT})
         await task.wait(timeout=30)
         await visible(
             http, "McpToolName = 'purge_bucket' AND McpTaskStatus = 'completed'", workflow_id
@@ -195,7 +194,7 @@ async def test_a_namespace_without_the_search_attributes_still_runs_tasks(
                 )
                 await until_status(task, "input_required")
                 (key,) = (await task.status()).input_requests or {}
-                await _send_update(client.session, task.task_id, {key: ACCEPT})
+                await update_task(client.session, task.task_id, {key: ACCEPT})
                 assert (await task.wait(timeout=30)).status == "completed"
         warnings = [r for r in caplog.records if "search attributes" in r.getMessage()]
         assert len(warnings) == 1, [r.getMessage() for r in warnings]

@@ -15,7 +15,6 @@ from collections.abc import Callable
 
 import pytest
 from fastmcp import Client, FastMCP
-from fastmcp_tasks import call_tool_task
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowHistory
@@ -23,6 +22,7 @@ from temporalio.worker import Worker
 from temporalio.workflow import NondeterminismError
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.engine import workflow_id_for
 from tests.histories.replay import load_history, task_replayer
 from tests.workflow_variants import (

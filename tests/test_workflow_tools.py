@@ -15,8 +15,6 @@ from typing import Any
 from fastmcp import Client, FastMCP
 from fastmcp.client.elicitation import ElicitResult
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
-from fastmcp_tasks import call_tool_task
-from fastmcp_tasks.client import _send_update
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
@@ -28,6 +26,7 @@ from fastmcp_temporal import (
     workflow_tool,
     workflow_tool_parts,
 )
+from fastmcp_temporal.client import call_tool_task, update_task
 from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.workflows.models import INPUT_SIGNAL
 from tests.conftest import http_client
@@ -76,7 +75,7 @@ async def test_an_answered_question_never_shows_again(
         task = await call_tool_task(client, "greeter_agent", {"marker_dir": str(tmp_path)})
         parked = await task.wait(state="input_required", timeout=30)
         (key,) = parked.input_requests
-        await _send_update(
+        await update_task(
             client.session, task.task_id, {key: {"action": "accept", "content": {"name": "Ada"}}}
         )
         views = []
@@ -138,7 +137,7 @@ async def test_a_worker_crash_between_steps_does_not_rerun_finished_steps(
         async with Client(front_end(temporal_client, task_queue, agent_server)) as client:
             task = await call_tool_task(client, "greeter_agent", {"marker_dir": str(tmp_path)})
             (key,) = (await task.wait(state="input_required", timeout=30)).input_requests
-            await _send_update(
+            await update_task(
                 client.session, task.task_id, {key: {"action": "accept", "content": {"name": "B"}}}
             )
             await eventually(lambda: "wait" in _runs(tmp_path))
@@ -165,7 +164,7 @@ async def test_cancelling_the_task_cancels_the_workflow_and_its_activity(
             client, "greeter_agent", {"marker_dir": str(tmp_path)}, raise_on_error=False
         )
         (key,) = (await task.wait(state="input_required", timeout=30)).input_requests
-        await _send_update(
+        await update_task(
             client.session, task.task_id, {key: {"action": "accept", "content": {"name": "C"}}}
         )
         await eventually(lambda: "wait" in _runs(tmp_path))

@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import fastmcp_tasks  # noqa: F401  (the client half of the tasks extension)
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
 
 from examples.research_agent.server import mcp
+from fastmcp_temporal.client import enable_transparent_tasks
 
 
 async def approve(message: str, response_type: Any, params: Any, context: Any) -> ElicitResult:
@@ -21,6 +21,7 @@ async def approve(message: str, response_type: Any, params: Any, context: Any) -
 
 
 async def main() -> None:
+    enable_transparent_tasks()  # every Client declares the tasks extension
     async with Client(mcp, elicitation_handler=approve) as client:
         result = await client.call_tool("research_agent", {"topic": "durable execution"})
         print(result.structured_content)

@@ -13,18 +13,18 @@ import json
 import os
 import sys
 
-import fastmcp_tasks  # noqa: F401  (the client half of the tasks extension)
 from fastmcp import Client, FastMCP
-from fastmcp_tasks import call_tool_task
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.client import call_tool_task, enable_transparent_tasks
 
 
 async def main(address: str, task_queue: str) -> None:
+    enable_transparent_tasks()
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

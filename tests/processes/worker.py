@@ -11,7 +11,7 @@ import asyncio
 import importlib
 import sys
 
-from fastmcp_temporal import LegPolicy, TemporalTasks
+from fastmcp_temporal import LegPolicy, TemporalTasks, _compat
 
 
 async def main(address: str, task_queue: str, module: str) -> None:
@@ -21,7 +21,7 @@ async def main(address: str, task_queue: str, module: str) -> None:
             address=address, task_queue=task_queue, leg_policy=LegPolicy(heartbeat_timeout_s=2)
         )
     )
-    async with mcp._lifespan_manager():
+    async with _compat.server_lifespan(mcp):
         print("worker ready", flush=True)
         await asyncio.Event().wait()
 

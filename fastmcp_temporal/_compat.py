@@ -1,0 +1,293 @@
+"""Every private FastMCP / MCP SDK / temporalio name this package touches, in one place.
+
+fastmcp_temporal serves the same tasks on FastMCP 4.1.4+ and 4.2.x. Where it
+needs something those libraries do not offer publicly (an underscore
+attribute, a context variable, a monkeypatch), it goes through this module and
+nowhere else, so a new FastMCP or SDK release is checked here, line by line.
+Each touchpoint says *why* it exists and *when to delete it*.
+
+The one behaviour FastMCP changed between the two lines: on 4.1 the level a
+client sets with ``logging/setLevel`` is kept per session on the server, and a
+task's logging follows it; on 4.2 it is connection state, which background
+work cannot reach, so upstream logs background work at the server's
+``client_log_level`` default. Tasks follow upstream on each line
+(``LOG_LEVEL_PER_SESSION``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Literal
+
+import fastmcp.server.context as _fastmcp_context
+import mcp_types.methods as _sdk_methods
+from fastmcp.server.dependencies import Progress
+from fastmcp.server.dependencies import _background_task_headers as _bg_headers
+from fastmcp.server.dependencies import _background_task_session_id as _bg_session_id
+from fastmcp.server.dependencies import _is_client_tool_call as _fastmcp_is_client_tool_call
+from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
+from fastmcp.tools import function_tool as _function_tool
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from temporalio import workflow
+
+if TYPE_CHECKING:
+    import mcp_types
+    from fastmcp import Client, Context, FastMCP
+    from fastmcp.client.client import CallToolResult as FastMCPCallToolResult
+    from fastmcp.server.extensions import ServerExtension
+    from fastmcp.tools.base import Tool
+    from mcp.client.session import ElicitationFnT
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from pydantic import TypeAdapter
+
+# -- logging/setLevel ---------------------------------------------------------
+
+# Why: FastMCP 4.1 keys a session's level by ``_log_level_session_key`` in
+# ``FastMCP._client_log_levels`` and offers no public reader; 4.2 removed both.
+# Delete when 4.1 support ends (4.2 needs nothing: background work follows the
+# server default there).
+_log_level_session_key: Callable[[Any], str] | None = getattr(
+    _fastmcp_context, "_log_level_session_key", None
+)
+
+#: True on FastMCP 4.1 (the level a client set follows its tasks), False on 4.2+.
+LOG_LEVEL_PER_SESSION = _log_level_session_key is not None
+
+
+def session_log_level(context: Context) -> tuple[str | None, str | None]:
+    """The creating session's ``logging/setLevel`` key and level (4.1), else ``(None, None)``."""
+    if _log_level_session_key is None:
+        return None, None
+    try:
+        key = _log_level_session_key(context.session)
+    except RuntimeError:  # no session (e.g. a call with no live request)
+        return None, None
+    return key, context.fastmcp._client_log_levels.get(key)
+
+
+def live_session_log_level(server: FastMCP, key: str | None) -> str | None:
+    """The level the session ``key`` has set *now* (4.1: it may change while a task runs)."""
+    if _log_level_session_key is None or key is None:
+        return None
+    return server._client_log_levels.get(key)
+
+
+# -- the creating caller, restored in a leg ------------------------------------
+
+
+def restore_request_identity(
+    user: AuthenticatedUser | None, headers: Mapping[str, str] | None, session_id: str | None
+) -> None:
+    """Install a caller's token, headers and session id for ``get_access_token()`` & co.
+
+    Why: FastMCP reads them from the SDK's ``auth_context_var`` and its own
+    ``_background_task_headers`` / ``_background_task_session_id`` context
+    variables (how its Docket workers restore a caller); there is no public
+    setter. Delete when FastMCP exposes a "run as this caller" API.
+    """
+    auth_context_var.set(user)
+    _bg_headers.set(dict(headers) if headers else None)
+    _bg_session_id.set(session_id)
+
+
+def is_client_tool_call() -> bool:
+    """Whether this ``tools/call`` is the one the client sent (not a nested call).
+
+    Why: only FastMCP's ``_is_client_tool_call`` knows; its own task decision uses
+    it. Delete when ``ServerExtension.intercept_tool_call`` is told.
+    """
+    return _fastmcp_is_client_tool_call()
+
+
+# -- argument validation, as the synchronous tools/call does it ----------------
+
+
+def resolve_param_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """A tool function's resolved parameter type hints, as ``FunctionTool`` resolves them.
+
+    Why: task creation validates arguments before anything runs, exactly as the
+    synchronous call would, and FastMCP keeps its validation steps private.
+    Delete when ``FunctionTool`` exposes "validate these arguments".
+    """
+    return _function_tool._resolve_param_hints(fn)
+
+
+def validate_tool_input(adapter: TypeAdapter[Any], arguments: dict[str, Any]) -> Any:
+    """Validate ``arguments`` with FastMCP's strictness setting (see ``resolve_param_hints``)."""
+    strict: Literal[True] | None = _function_tool._strict_input_validation()
+    return _function_tool._validate_input(adapter, arguments, strict=strict)
+
+
+# -- servers, mounts, extensions ------------------------------------------------
+
+
+def mounted_origin(tool: Tool) -> tuple[FastMCP, str] | None:
+    """For a mounted tool: the server that defines it and its name there, else ``None``.
+
+    Why: ``FastMCPProviderTool`` keeps both in ``_server`` / ``_original_name``;
+    a leg runs the defining server's component with its error-masking policy.
+    Delete when the provider tool exposes them.
+    """
+    if not isinstance(tool, FastMCPProviderTool):
+        return None
+    return tool._server, tool._original_name or tool.name
+
+
+def masks_error_details(server: FastMCP) -> bool:
+    """The server's ``mask_error_details`` setting (why: stored only as ``_mask_error_details``).
+
+    Delete when FastMCP exposes it.
+    """
+    return bool(server._mask_error_details)
+
+
+def registered_extension(server: FastMCP, identifier: str) -> ServerExtension | None:
+    """The extension ``server`` registered under ``identifier``.
+
+    Why: ``FastMCP._extensions`` is the only registry (``required_extensions()``
+    lists only auto-registering ones). Delete when FastMCP has ``get_extension``.
+    """
+    return server._extensions.get(identifier)
+
+
+def server_lifespan(server: FastMCP) -> AbstractAsyncContextManager[None]:
+    """Enter ``server``'s lifespan (user lifespan + extensions) without serving MCP.
+
+    Why: ``fastmcp-temporal worker`` runs legs, not transports, and FastMCP's
+    ``_lifespan_manager`` is the only entry that is not ``run()``. Delete when
+    FastMCP exposes a public lifespan context.
+    """
+    return server._lifespan_manager()
+
+
+# -- the Progress dependency --------------------------------------------------
+
+_progress_source: Callable[[], Any] | None = None
+_original_progress_aenter: Any = None
+
+
+async def _progress_aenter(self: Progress) -> Progress:
+    sink = _progress_source() if _progress_source is not None else None
+    if sink is None:
+        return await _original_progress_aenter(self)
+    instance = Progress()
+    instance._impl = sink
+    return instance
+
+
+def route_progress_dependency(source: Callable[[], Any] | None) -> None:
+    """Make FastMCP's ``Progress`` dependency use ``source()`` when it returns a sink.
+
+    ``source`` returns a ``ProgressLike`` (or ``None``: FastMCP's own behaviour).
+    ``None`` restores FastMCP's ``Progress.__aenter__``.
+
+    Why: ``Progress`` knows only Docket executions and an in-memory fallback; a
+    leg's progress must reach its heartbeats. This swaps ``Progress.__aenter__``
+    and sets ``Progress._impl``. Delete when FastMCP has a progress-sink hook
+    (as it has ``set_background_context_factory`` for contexts).
+    """
+    global _progress_source, _original_progress_aenter
+    _progress_source = source
+    if source is not None and _original_progress_aenter is None:
+        _original_progress_aenter = Progress.__aenter__
+        Progress.__aenter__ = _progress_aenter  # type: ignore[method-assign]
+    elif source is None and _original_progress_aenter is not None:
+        Progress.__aenter__ = _original_progress_aenter  # type: ignore[method-assign]
+        _original_progress_aenter = None
+
+
+# -- the task result on a modern tools/call ------------------------------------
+
+_original_serialize: Any = None
+
+
+def _serialize_keeping_task_results(
+    method: str, version: str, data: Mapping[str, Any], **kwargs: Any
+) -> dict[str, Any]:
+    if (
+        not kwargs
+        and method == "tools/call"
+        and version in MODERN_PROTOCOL_VERSIONS
+        and data.get("resultType") == "task"
+    ):
+        return dict(data)
+    return _original_serialize(method, version, data, **kwargs)
+
+
+def pass_task_results_through(enabled: bool) -> None:
+    """Let a modern ``tools/call`` answer with a ``CreateTaskResult`` intact (or stop).
+
+    Why: the SDK sieves a ``tools/call`` result through its per-version surface
+    (``CallToolResult | InputRequiredResult``), which strips every task field,
+    and offers no server-side way to declare a produced shape; this wraps
+    ``mcp_types.methods.serialize_server_result`` so a result tagged
+    ``resultType: "task"`` passes unchanged (everything else is delegated).
+    Delete when the SDK lets a server extension declare result shapes.
+    """
+    global _original_serialize
+    if enabled and _original_serialize is None:
+        _original_serialize = _sdk_methods.serialize_server_result
+        _sdk_methods.serialize_server_result = _serialize_keeping_task_results  # type: ignore[assignment]
+    elif not enabled and _original_serialize is not None:
+        _sdk_methods.serialize_server_result = _original_serialize
+        _original_serialize = None
+
+
+# -- temporalio ------------------------------------------------------------------
+
+
+def workflow_run_signature(workflow_class: type) -> tuple[str | None, Callable[..., Any]]:
+    """A ``@workflow.defn`` class's registered name (``None``: dynamic) and ``run`` method.
+
+    Why: temporalio has no public reader of a workflow definition; its own
+    worker uses ``workflow._Definition.must_from_class``. Delete when it has one.
+    """
+    definition = workflow._Definition.must_from_class(workflow_class)
+    return definition.name, definition.run_fn
+
+
+# -- the client helper -------------------------------------------------------------
+
+
+async def parse_tool_result(
+    client: Client, tool_name: str, result: mcp_types.CallToolResult, *, raise_on_error: bool
+) -> FastMCPCallToolResult:
+    """A raw ``CallToolResult`` as ``client.call_tool`` returns it (``.data`` typed).
+
+    Why: ``Client._parse_call_tool_result`` (output schema lookup, structured
+    content to ``.data``) is how FastMCP's own task handle finishes a result; it
+    has no public twin. Delete when FastMCP exposes it.
+    """
+    return await client._parse_call_tool_result(tool_name, result, raise_on_error=raise_on_error)
+
+
+def client_elicitation_callback(client: Client) -> ElicitationFnT | None:
+    """The SDK-shaped elicitation callback built from ``Client(elicitation_handler=...)``.
+
+    Why: stored only as ``Client._elicitation_callback``; a task waiting for input
+    is answered by the same handler a synchronous call would use. Delete when
+    FastMCP exposes it.
+    """
+    return client._elicitation_callback
+
+
+__all__ = [
+    "LOG_LEVEL_PER_SESSION",
+    "client_elicitation_callback",
+    "is_client_tool_call",
+    "live_session_log_level",
+    "masks_error_details",
+    "mounted_origin",
+    "parse_tool_result",
+    "pass_task_results_through",
+    "registered_extension",
+    "resolve_param_hints",
+    "restore_request_identity",
+    "route_progress_dependency",
+    "server_lifespan",
+    "session_log_level",
+    "validate_tool_input",
+    "workflow_run_signature",
+]
