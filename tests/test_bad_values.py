@@ -16,12 +16,11 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import run_server_async
-from fastmcp_tasks.client import _send_update
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.client import call_tool_task
+from fastmcp_temporal.client import call_tool_task, update_task
 from tests.test_isolation_and_bad_input import (
     ACCEPT,
     assert_clean,
@@ -110,7 +109,7 @@ async def test_unstorable_values_are_invalid_params_in_memory(temporal_tasks: Bu
         parked = await task.wait(state="input_required", timeout=20)
         (key,) = parked.input_requests or {}
         with pytest.raises(MCPError) as answered:
-            await _send_update(
+            await update_task(
                 client.session, task.task_id, {key: {"action": "accept", "content": {"n": LONE}}}
             )
         assert answered.value.code == -32602
