@@ -222,8 +222,8 @@ class TaskEngine:
                 # No worker could answer in time (or it could not decrypt the
                 # task): the memo still has the last state change.
                 pass
-        if view.status == "working":
-            return GetTaskResult.from_view(view, await self.records.leg_progress(description))
+        if view.status in ("working", "input_required"):
+            return GetTaskResult.from_view(view, await self.records.progress(description))
         return GetTaskResult.from_view(view)
 
     # -- tasks/update ---------------------------------------------------------

@@ -5,7 +5,8 @@ else a ``tasks/get`` may need comes from here: how a closed workflow maps to a
 finished task (completed → its result; failed → the view its failure carries;
 cancelled, terminated and timed out → built from the memo and Temporal's close
 time; a small finished view is in the memo already), what the running leg last
-reported in its heartbeat, and when a finished task stops being readable.
+reported in its heartbeat (or a workflow tool in its memo), and when a finished
+task stops being readable.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
 from fastmcp_temporal.server.wire import GetTaskResult, task_not_found
-from fastmcp_temporal.workflows.models import TaskView
+from fastmcp_temporal.workflows.models import BODY_PROGRESS_MEMO, TaskView
 from fastmcp_temporal.workflows.task_workflow import (
     FAILED_ERROR_TYPE,
     INTERNAL_ERROR,
@@ -195,12 +196,42 @@ class TaskRecords:
             )
         return TaskView.model_validate(memo)
 
-    async def leg_progress(self, description: TaskDescription) -> str | None:
-        """The running leg's latest progress message, from its heartbeat details."""
-        pending = description.raw.pending_activities
-        if not pending:
+    async def progress(self, description: TaskDescription) -> str | None:
+        """The latest progress message of what runs the task's body, if it reported one.
+
+        A leg's is in its heartbeat details; a workflow tool's is in the memo of
+        its workflow (the task's pending child), one more ``describe`` away.
+        """
+        if description.raw.pending_activities:
+            return await self._leg_progress(description)
+        if description.raw.pending_children:
+            child = description.raw.pending_children[0]
+            return await self._body_progress(child.workflow_id, child.run_id)
+        return None
+
+    async def _body_progress(self, workflow_id: str, run_id: str) -> str | None:
+        request = DescribeWorkflowExecutionRequest(
+            namespace=self.client.namespace,
+            execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
+        )
+        try:
+            raw = await self.client.workflow_service.describe_workflow_execution(
+                request, retry=True, timeout=self.query_timeout
+            )
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return None  # it ended between the two reads
+            raise
+        fields = raw.workflow_execution_info.memo.fields
+        if BODY_PROGRESS_MEMO not in fields:
             return None
-        leg = pending[0]
+        (progress,) = await self.client.data_converter.decode([fields[BODY_PROGRESS_MEMO]], [dict])
+        message = progress.get("message") if isinstance(progress, dict) else None
+        return message if isinstance(message, str) else None
+
+    async def _leg_progress(self, description: TaskDescription) -> str | None:
+        """The running leg's latest progress message, from its heartbeat details."""
+        leg = description.raw.pending_activities[0]
         if leg.attempt > 1 and leg.HasField("last_failure"):
             # Decoded: with encryption the message sits in encrypted attributes.
             try:

@@ -1,0 +1,87 @@
+"""How a task retries its legs: until its own deadline, never a fixed count.
+
+A tool's own error never reaches Temporal's retry policy -- the leg returns it
+as an ``isError`` result or an ``MCPError`` outcome -- so every attempt the
+policy sees fail is infrastructure: a drained or lost worker, a worker that
+cannot decrypt the leg, a worker that does not serve the tool. Counting those
+would let three rolling deploys fail a long task. A leg therefore runs again
+until the task's deadline (``createdAt + ttlMs``): the activity's
+schedule-to-close timeout. When that fires, the task fails with
+``-32000``, naming the last failure.
+
+This is workflow code: the policy is chosen behind ``workflow.patched``, so a
+task that scheduled a leg under the old policy (``LegPolicy.max_attempts``)
+replays it unchanged.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    RetryState,
+    TimeoutError,
+    TimeoutType,
+)
+
+from fastmcp_temporal.workflows.models import UNDECRYPTABLE_ERROR_TYPE, TaskStart
+
+#: Patch id of "legs retry until the task's deadline" (recorded once per run,
+#: at its first leg). Histories without it retry ``max_attempts`` times.
+RETRY_UNTIL_DEADLINE_PATCH = "fastmcp-temporal/legs-retry-until-deadline"
+_FIRST_RETRY = timedelta(seconds=1)
+#: A leg scheduled at or after the deadline still gets this long (the
+#: workflow's own execution timeout, one minute later, ends it otherwise).
+_LAST_CHANCE = timedelta(seconds=1)
+
+
+def leg_retry(start: TaskStart) -> tuple[RetryPolicy, timedelta | None]:
+    """The retry policy of the next leg, and its schedule-to-close timeout."""
+    policy = start.leg_policy
+    if not workflow.patched(RETRY_UNTIL_DEADLINE_PATCH):
+        old = RetryPolicy(maximum_attempts=policy.max_attempts, initial_interval=_FIRST_RETRY)
+        return old, None
+    deadline = start.created_at + timedelta(milliseconds=start.ttl_ms)
+    retry = RetryPolicy(
+        initial_interval=_FIRST_RETRY,
+        backoff_coefficient=2.0,
+        maximum_interval=max(timedelta(seconds=policy.max_retry_interval_s), _FIRST_RETRY),
+        maximum_attempts=0,
+    )
+    return retry, max(deadline - workflow.now(), _LAST_CHANCE)
+
+
+def deadline_passed(err: ActivityError) -> bool:
+    """Whether a leg failed because the task's deadline ended its retries.
+
+    Temporal says so two ways: an attempt failed and the next one would start
+    after the deadline (retry state ``TIMEOUT``, the attempt's failure as
+    cause), or the deadline passed while an attempt ran (a schedule-to-close
+    timeout).
+    """
+    return err.retry_state == RetryState.TIMEOUT or _is_deadline(err.cause)
+
+
+def _is_deadline(error: BaseException | None) -> bool:
+    return isinstance(error, TimeoutError) and error.type == TimeoutType.SCHEDULE_TO_CLOSE
+
+
+def failure_reason(failure: BaseException | None) -> str:
+    """What went wrong, as an operator needs it.
+
+    A decryption failure is named wherever it sits in the chain (the SDK wraps
+    it as "Failed decoding arguments"): it names the key id to deploy.
+    """
+    first = None
+    error = failure
+    while error is not None:
+        if isinstance(error, ApplicationError) and error.type == UNDECRYPTABLE_ERROR_TYPE:
+            return error.message
+        if first is None and not _is_deadline(error):
+            first = str(error) or type(error).__name__
+        error = error.__cause__
+    return first or "none recorded"
