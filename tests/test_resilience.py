@@ -179,7 +179,7 @@ async def test_a_worker_without_the_key_leaves_every_task_to_one_that_has_it(
                     for _ in range(20)
                 )
             )
-            finals = await asyncio.gather(*(task.wait(timeout=120) for task in tasks))
+            finals = await asyncio.gather(*(task.wait(timeout=240) for task in tasks))
     assert [final.status for final in finals] == ["completed"] * 20
     assert Counter(runs_of(runs)) == {task.task_id: 1 for task in tasks}
     assert {f.result["structuredContent"]["result"] for f in finals if f.result} == {
