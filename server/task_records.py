@@ -18,9 +18,11 @@ from typing import Any
 from fastmcp.utilities.tasks import DEFAULT_POLL_INTERVAL
 from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkflowExecutionRequest,
     DescribeWorkflowExecutionResponse,
+    GetWorkflowExecutionHistoryReverseRequest,
 )
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError, FailureError
@@ -38,6 +40,8 @@ from fastmcp_temporal.workflows.task_workflow import (
 
 #: How long a task that finished after its TTL stays readable.
 FINISHED_GRACE = timedelta(minutes=1)
+#: How far back a timed-out task's history is searched for why nobody ran it.
+_RECENT_EVENTS = 10
 #: The task status a closed workflow's memo holds when it carries the final view.
 _FINISHED_AS = {
     WorkflowExecutionStatus.COMPLETED: "completed",
@@ -132,6 +136,9 @@ class TaskRecords:
             message = f"Task ended by the operator ({status.name.lower()})"
             if status == WorkflowExecutionStatus.TIMED_OUT:  # still running at its TTL
                 message = "Task expired: still running at the end of its TTL"
+                unreadable = await self._unreadable_reason(handle.id)
+                if unreadable is not None:
+                    message = f"Task expired: no worker could read it within its TTL. {unreadable}"
                 error = {"code": TASK_EXPIRED, "message": message}
             view = memo_view.model_copy(
                 update={
@@ -143,6 +150,30 @@ class TaskRecords:
                 }
             )
         return self.unless_expired(task_id, GetTaskResult.from_view(view))
+
+    async def _unreadable_reason(self, workflow_id: str) -> str | None:
+        """Why no worker could run a workflow that timed out, if no worker could decrypt it.
+
+        Such a workflow never got past its workflow tasks: each worker that
+        took one failed it (``PayloadDecryptionError`` is retryable), and
+        Temporal records the first failure, in clear (it names key ids only),
+        a few events before the end.
+        """
+        request = GetWorkflowExecutionHistoryReverseRequest(
+            namespace=self.client.namespace,
+            execution=WorkflowExecution(workflow_id=workflow_id),
+            maximum_page_size=_RECENT_EVENTS,
+        )
+        response = await self.client.workflow_service.get_workflow_execution_history_reverse(
+            request, retry=True, timeout=self.query_timeout
+        )
+        for event in response.history.events:
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                failure = event.workflow_task_failed_event_attributes.failure
+                if failure.application_failure_info.type == UNDECRYPTABLE_ERROR_TYPE:
+                    return failure.message
+                return None
+        return None
 
     async def _failed_view(
         self, handle: WorkflowHandle[Any, TaskView], memo_view: TaskView, closed_at: datetime

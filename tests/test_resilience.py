@@ -163,7 +163,8 @@ async def test_a_worker_without_the_key_leaves_every_task_to_one_that_has_it(
     """One worker holds the key, one a wrong key: all 20 tasks complete, each body ran once.
 
     The wrong worker gives back what it cannot read (a failed workflow task or a
-    failed leg attempt, both retried) and says so in its log.
+    failed leg attempt, both retried) and says so in its log. (A task that no
+    worker can read: ``test_encryption``.)
     """
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -190,50 +191,16 @@ async def test_a_worker_without_the_key_leaves_every_task_to_one_that_has_it(
     assert gave_back, "the wrong worker never got any work: the test proved nothing"
 
 
-async def test_a_task_nobody_can_read_fails_at_its_deadline_naming_the_key(
-    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
-) -> None:
-    """Only the wrong worker serves the legs: the task fails when its TTL ends, not before."""
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    right, wrong = f"a:{new_key()}", f"b:{new_key()}"
-    mcp = keyed_front_end(
-        temporal_server.address, task_queue, right, legs_to=f"{task_queue}-legs", ttl_ms=4000
-    )
-    async with fleet(temporal_server.address, f"{task_queue}-legs", tmp_path) as workers:
-        await workers.start(wrong)
-        async with Client(mcp) as client:
-            task = await call_tool_task(client, "record_and_wait", {"marker_dir": str(runs)})
-            final = await task.wait(timeout=60)
-    assert final.status == "failed"
-    message = final.status_message or ""
-    assert message.startswith("Task expired: its tool leg did not finish within the task's TTL")
-    assert "encrypted with key id 'a', and this process holds 'b'" in message, message
-    assert runs_of(runs) == []
-
-
-def keyed_front_end(
-    address: str,
-    task_queue: str,
-    key: str,
-    *,
-    legs_to: str | None = None,
-    ttl_ms: int = 3_600_000,
-) -> FastMCP:
-    """A worker-less front end creating tasks under ``key`` (legs to ``legs_to`` if given).
-
-    With ``legs_to`` it runs the task workflows itself, so only the legs go to
-    the other queue's workers.
-    """
+def keyed_front_end(address: str, task_queue: str, key: str) -> FastMCP:
+    """A worker-less front end creating tasks under ``key``."""
     mcp = FastMCP("front-end")
     mcp.add_extension(
         TemporalTasks(
             address=address,
             task_queue=task_queue,
             encryption_key=key,
-            run_worker=legs_to is not None,
-            ttl_ms=ttl_ms,
-            leg_policy=LegPolicy(heartbeat_timeout_s=2, task_queue=legs_to),
+            run_worker=False,
+            leg_policy=LegPolicy(heartbeat_timeout_s=2),
         )
     )
     mcp.mount(crash_server)
