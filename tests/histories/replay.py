@@ -1,0 +1,32 @@
+"""Loading a recorded history and replaying it the way a worker would run it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from fastmcp import FastMCP
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from fastmcp_temporal import McpTasksPlugin
+
+HISTORIES = Path(__file__).resolve().parent
+
+
+def load_history(file: str) -> WorkflowHistory:
+    """A recorded history, under the workflow id it ran with (a child's id derives from it)."""
+    data = json.loads((HISTORIES / f"{file}.json").read_text())
+    started = data["events"][0]["workflowExecutionStartedEventAttributes"]
+    return WorkflowHistory.from_json(started["workflowId"], data)
+
+
+def task_replayer(workflows: Sequence[type] = (), encryption_key: str | None = None) -> Replayer:
+    """A replayer set up like a worker: ``McpTasksPlugin`` brings the task workflows,
+    the task converter (with the codec for ``encryption_key``) and the sandbox settings;
+    ``workflows`` are added (workflow tools, or a variant that takes over a workflow type)."""
+    plugin = McpTasksPlugin(
+        FastMCP("replay"), encryption_key=encryption_key, workflows=list(workflows)
+    )
+    return Replayer(workflows=[], plugins=[plugin])
