@@ -25,11 +25,12 @@ from temporalio.api.workflowservice.v1 import (
     GetWorkflowExecutionHistoryReverseRequest,
 )
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
-from temporalio.exceptions import ApplicationError, FailureError
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
 from fastmcp_temporal.server.wire import GetTaskResult, task_not_found
+from fastmcp_temporal.workflows.leg_retry import failure_reason
 from fastmcp_temporal.workflows.models import BODY_PROGRESS_MEMO, TaskView
 from fastmcp_temporal.workflows.task_workflow import (
     FAILED_ERROR_TYPE,
@@ -267,7 +268,7 @@ class TaskRecords:
             # Decoded: with encryption the message sits in encrypted attributes.
             try:
                 failure = await self.client.data_converter.decode_failure(leg.last_failure)
-                reason = failure.message if isinstance(failure, FailureError) else str(failure)
+                reason = failure_reason(failure)
             except PayloadDecryptionError as err:
                 reason = err.message
             return f"Retrying (attempt {leg.attempt}): {reason}"

@@ -15,9 +15,10 @@ them. The Temporal address comes from the environment or ``temporal.toml`` like
 any Temporal app (see ``connection``); a worker never starts a dev server.
 
 SIGTERM (or SIGINT) drains it gracefully: it stops polling, gives running legs
-``--graceful-timeout`` seconds to finish, then cancels the rest, which Temporal
-hands to another worker at once (a leg is retried on infrastructure failures,
-up to ``LegPolicy.max_attempts``). Then it exits 0.
+``--graceful-timeout`` seconds to finish, then cancels the rest, which hand
+themselves back so that another worker runs them at once (a leg is retried on
+infrastructure failures until its task's TTL, however many drains it sees).
+Then it exits 0.
 """
 
 from __future__ import annotations
