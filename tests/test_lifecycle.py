@@ -394,3 +394,23 @@ async def test_local_legs_run_the_same_task_without_activity_tasks(
     kinds = {event.event_type for event in history.events}
     assert EventType.EVENT_TYPE_MARKER_RECORDED in kinds  # local activity results
     assert EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED not in kinds
+
+
+async def test_a_leg_still_running_at_the_ttl_fails_the_task_as_expired(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    """The TTL bounds a leg with all its attempts; one that outlives it ends the task."""
+    mcp = FastMCP("slow")
+    mcp.add_extension(temporal_tasks(ttl_ms=2000))
+
+    @mcp.tool(task=True)
+    async def outlive(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "too late"
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "outlive", {"seconds": 30}, raise_on_error=False)
+        final = await task.wait(state="failed", timeout=30)
+    message = "Task expired: its tool leg did not finish within the task's TTL (2000 ms)"
+    assert final.status_message == message
+    assert final.error == {"code": -32000, "message": message}

@@ -55,6 +55,16 @@ def leg_retry(start: TaskStart) -> tuple[RetryPolicy, timedelta | None]:
     return retry, max(deadline - workflow.now(), _LAST_CHANCE)
 
 
+def expired_message(err: ActivityError, ttl_ms: int) -> str:
+    """Why the task failed at its deadline, with the leg's last failure if one was recorded.
+
+    No failure means the one attempt simply ran until the deadline.
+    """
+    message = f"Task expired: its tool leg did not finish within the task's TTL ({ttl_ms} ms)"
+    cause = err.cause.__cause__ if err.cause and _is_deadline(err.cause) else err.cause
+    return message if cause is None else f"{message}; last failure: {failure_reason(cause)}"
+
+
 def deadline_passed(err: ActivityError) -> bool:
     """Whether a leg failed because the task's deadline ended its retries.
 
@@ -70,18 +80,15 @@ def _is_deadline(error: BaseException | None) -> bool:
     return isinstance(error, TimeoutError) and error.type == TimeoutType.SCHEDULE_TO_CLOSE
 
 
-def failure_reason(failure: BaseException | None) -> str:
+def failure_reason(failure: BaseException) -> str:
     """What went wrong, as an operator needs it.
 
     A decryption failure is named wherever it sits in the chain (the SDK wraps
     it as "Failed decoding arguments"): it names the key id to deploy.
     """
-    first = None
-    error = failure
+    error: BaseException | None = failure
     while error is not None:
         if isinstance(error, ApplicationError) and error.type == UNDECRYPTABLE_ERROR_TYPE:
             return error.message
-        if first is None and not _is_deadline(error):
-            first = str(error) or type(error).__name__
         error = error.__cause__
-    return first or "none recorded"
+    return str(failure) or type(failure).__name__

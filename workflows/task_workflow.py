@@ -29,7 +29,12 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from fastmcp_temporal.workflows.body_workflow import WorkflowBodyRunner
-from fastmcp_temporal.workflows.leg_retry import deadline_passed, failure_reason, leg_retry
+from fastmcp_temporal.workflows.leg_retry import (
+    deadline_passed,
+    expired_message,
+    failure_reason,
+    leg_retry,
+)
 from fastmcp_temporal.workflows.models import (
     INPUT_SIGNAL,
     TASK_STATUS_ATTRIBUTE,
@@ -204,15 +209,7 @@ class _TaskMachine(WorkflowBodyRunner):
             if is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err
             if deadline_passed(err):
-                self._fail(
-                    {
-                        "code": TASK_EXPIRED,
-                        "message": (
-                            "Task expired: its tool leg did not finish within the task's TTL "
-                            f"({start.ttl_ms} ms); last failure: {failure_reason(err.cause)}"
-                        ),
-                    }
-                )
+                self._fail({"code": TASK_EXPIRED, "message": expired_message(err, start.ttl_ms)})
             reason = failure_reason(err.cause if err.cause is not None else err)
             self._fail({"code": INTERNAL_ERROR, "message": f"Tool leg failed: {reason}"})
 
