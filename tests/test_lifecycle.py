@@ -26,6 +26,7 @@ from fastmcp_temporal import McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.workflows.task_workflow import FINAL_MEMO_LIMIT
 from tests.conftest import http_client
+from tests.histories.replay import task_replayer
 
 
 def ask(key: str, message: str) -> mcp_types.InputRequiredResult:
@@ -397,7 +398,7 @@ async def test_local_legs_run_the_same_task_without_activity_tasks(
 
 
 async def test_a_leg_still_running_at_the_ttl_fails_the_task_as_expired(
-    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_tasks: Callable[..., TemporalTasks], temporal_client: TemporalClient
 ) -> None:
     """The TTL bounds a leg with all its attempts; one that outlives it ends the task."""
     mcp = FastMCP("slow")
@@ -414,3 +415,7 @@ async def test_a_leg_still_running_at_the_ttl_fails_the_task_as_expired(
     message = "Task expired: its tool leg did not finish within the task's TTL (2000 ms)"
     assert final.status_message == message
     assert final.error == {"code": -32000, "message": message}
+    history = await temporal_client.get_workflow_handle(
+        workflow_id_for(task.task_id, None)
+    ).fetch_history()
+    assert (await task_replayer().replay_workflow(history)).replay_failure is None

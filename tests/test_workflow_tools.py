@@ -32,6 +32,7 @@ from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.workflows.models import INPUT_SIGNAL
 from tests.conftest import http_client
 from tests.helpers import eventually, front_end, kill, spawn_worker
+from tests.histories.replay import task_replayer
 from tests.processes.agent_server import mcp as agent_server
 from tests.processes.agent_workflows import GreeterAgent, ProgressFlood, logged_step
 
@@ -227,3 +228,8 @@ async def test_progress_reported_20000_times_stays_out_of_the_task_history(
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED
     ]
     assert len(memo_writes) == 1, "20 000 reports in one workflow task: one memo write"
+    # The patched paths (progress in the memo; legs retried until the deadline)
+    # replay, as the next deploy's workers will replay them.
+    replayer = task_replayer([ProgressFlood])
+    for history in (task_history, body_history):
+        assert (await replayer.replay_workflow(history)).replay_failure is None
