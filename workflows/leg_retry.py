@@ -23,6 +23,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
+    FailureError,
     RetryState,
     TimeoutError,
     TimeoutType,
@@ -91,4 +92,6 @@ def failure_reason(failure: BaseException) -> str:
         if isinstance(error, ApplicationError) and error.type == UNDECRYPTABLE_ERROR_TYPE:
             return error.message
         error = error.__cause__
+    if isinstance(failure, FailureError):
+        return failure.message
     return str(failure) or type(failure).__name__
