@@ -135,8 +135,9 @@ class LegPolicy(BaseModel):
     heartbeat_timeout_s: float = 10.0
     start_to_close_timeout_s: float = 24 * 3600.0
     #: No longer a limit: legs retry until the task's deadline. Kept because
-    #: payloads of tasks started by earlier versions carry it, and a leg those
-    #: tasks scheduled before the upgrade keeps the policy it was scheduled with.
+    #: payloads of tasks started by earlier versions carry it, and a workflow
+    #: run that scheduled its first leg before the upgrade keeps that policy
+    #: (``workflow.patched``) until it ends or continues as new.
     max_attempts: int = 3
     #: The longest wait between two attempts of a leg.
     max_retry_interval_s: float = 30.0
