@@ -9,6 +9,10 @@ until the task's deadline (``createdAt + ttlMs``): the activity's
 schedule-to-close timeout. When that fires, the task fails with
 ``-32000``, naming the last failure.
 
+A *local* leg is the exception: it runs inside a workflow task, so losing
+its worker never counts as an attempt, and it keeps ``LegPolicy.max_attempts``
+for its own timeouts (bounded by the deadline too).
+
 This is workflow code: the policy is chosen behind ``workflow.patched``, so a
 task that scheduled a leg under the old policy (``LegPolicy.max_attempts``)
 replays it unchanged.
@@ -51,7 +55,11 @@ def leg_retry(start: TaskStart) -> tuple[RetryPolicy, timedelta | None]:
         initial_interval=_FIRST_RETRY,
         backoff_coefficient=2.0,
         maximum_interval=max(timedelta(seconds=policy.max_retry_interval_s), _FIRST_RETRY),
-        maximum_attempts=0,
+        # A local leg runs inside a workflow task: a lost or drained worker
+        # never counts against it (the next workflow task starts it afresh),
+        # only its own timeout does -- and the SDK does not end local retries at
+        # the schedule-to-close deadline, so they keep a count.
+        maximum_attempts=policy.max_attempts if policy.local else 0,
     )
     return retry, max(deadline - workflow.now(), _LAST_CHANCE)
 

@@ -127,17 +127,20 @@ class LegPolicy(BaseModel):
     infrastructure: a drained or lost worker, a worker that cannot decrypt the
     leg, a worker without the tool. Such a leg runs again, however many times,
     until the task's own deadline (``createdAt + ttlMs``); only that deadline
-    fails the task. Between attempts the wait doubles from 1 s up to
-    ``max_retry_interval_s``, so a crash-looping fleet is not hammered; a leg
-    handed back by a draining worker runs again at once.
+    fails the task (a local leg: see ``max_attempts``). Between attempts the
+    wait doubles from 1 s up to ``max_retry_interval_s``, so a crash-looping
+    fleet is not hammered; a leg handed back by a draining worker runs again
+    at once.
     """
 
     heartbeat_timeout_s: float = 10.0
     start_to_close_timeout_s: float = 24 * 3600.0
-    #: No longer a limit: legs retry until the task's deadline. Kept because
-    #: payloads of tasks started by earlier versions carry it, and a workflow
-    #: run that scheduled its first leg before the upgrade keeps that policy
-    #: (``workflow.patched``) until it ends or continues as new.
+    #: Attempts of a *local* leg (``local=True``), which only its own timeout
+    #: (``local_timeout_s``) consumes: a lost or drained worker never counts
+    #: for a leg that runs inside the workflow task. Activity legs retry until
+    #: the task's deadline instead. (A workflow run that scheduled its first
+    #: leg before this version keeps the old policy, this many attempts for
+    #: every leg, until it ends or continues as new.)
     max_attempts: int = 3
     #: The longest wait between two attempts of a leg.
     max_retry_interval_s: float = 30.0
