@@ -24,6 +24,7 @@ from temporalio.client import Client as TemporalClient
 from fastmcp_temporal import DevServer, LegPolicy, TemporalTasks
 from fastmcp_temporal.server.codec import KEY_ENV
 from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.server.worker import READY_LINE
 from tests.helpers import eventually, front_end
 from tests.processes.crash_server import mcp as crash_server
@@ -155,6 +156,46 @@ async def test_four_lost_workers_during_one_leg_never_consume_the_task(
         assert message.startswith(f"Retrying (attempt {attempt}): activity Heartbeat timeout"), (
             message
         )
+
+
+async def test_a_lost_worker_never_counts_against_a_local_leg(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """A local leg runs inside the workflow task: losing its worker starts it afresh.
+
+    With ``max_attempts=1`` the leg survives two ``kill -9``: the attempts
+    count only its own timeouts (the next worker takes the workflow task once
+    Temporal's workflow task timeout, 10 s, passes).
+    """
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    mcp = FastMCP("front-end")
+    mcp.add_extension(
+        TemporalTasks(
+            client=temporal_client,
+            task_queue=task_queue,
+            run_worker=False,
+            leg_policy=LegPolicy(max_attempts=1, local_timeout_s=300),
+            tools={"record_and_wait": ToolOptions(local_legs=True)},
+        )
+    )
+    mcp.mount(crash_server)
+    async with (
+        fleet(temporal_server.address, task_queue, tmp_path) as workers,
+        Client(mcp) as client,
+    ):
+        running = await workers.start()
+        task = await call_tool_task(client, "record_and_wait", {"marker_dir": str(runs)})
+        for lost in (1, 2):
+            await eventually(lambda n=lost: len(runs_of(runs)) == n, timeout=90)
+            successor = await workers.start()
+            running.signal(signal.SIGKILL)
+            running = successor
+        await eventually(lambda: len(runs_of(runs)) == 3, timeout=90)
+        (runs / "release").write_text("")
+        final = await task.wait(timeout=60)
+    assert final.status == "completed"
+    assert runs_of(runs) == [task.task_id] * 3
 
 
 async def test_a_worker_without_the_key_leaves_every_task_to_one_that_has_it(
