@@ -233,12 +233,20 @@ class TaskRecords:
 
         A leg's is in its heartbeat details; a workflow tool's is in the memo of
         its workflow (the task's pending child), one more ``describe`` away.
+        With neither, a workflow task that keeps failing is worth saying.
         """
         if description.raw.pending_activities:
             return await self._leg_progress(description)
         if description.raw.pending_children:
             child = description.raw.pending_children[0]
             return await self._body_progress(child.workflow_id, child.run_id)
+        attempt = description.raw.pending_workflow_task.attempt
+        if attempt > 1:
+            # E.g. every worker that took it so far lacks the task's key.
+            return (
+                f"Waiting for a worker that can run it (workflow task attempt {attempt}; "
+                "see the workers' logs)"
+            )
         return None
 
     async def _body_progress(self, workflow_id: str, run_id: str) -> str | None:
