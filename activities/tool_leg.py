@@ -64,7 +64,7 @@ _DEPENDENCY_FAILURE = "Failed to resolve dependency"
 MAX_OUTCOME_BYTES = 1_900_000
 #: ``type`` of the failure a draining worker hands a running leg back with.
 HANDED_BACK_ERROR_TYPE = "McpLegHandedBack"
-#: How soon a handed-back leg runs again (Temporal ignores a zero delay).
+#: How soon a handed-back leg runs again (a zero delay is not sent: the SDK reads it as unset).
 HAND_BACK_DELAY = timedelta(milliseconds=100)
 
 
@@ -86,8 +86,8 @@ class ToolLegActivity:
             details = activity.cancellation_details()
             if details is not None and details.worker_shutdown:
                 # Drained: fail this attempt retryably with almost no delay, so
-                # the next worker takes the leg now rather than after a backoff
-                # (or, unreported, after the heartbeat timeout).
+                # the next worker takes the leg now, not after the retry
+                # backoff, which grows with every attempt.
                 raise ApplicationError(
                     "Worker is shutting down: the leg was handed back to run on another worker",
                     type=HANDED_BACK_ERROR_TYPE,
