@@ -1,8 +1,8 @@
 """The server of the resilience tests, for ``fastmcp-temporal worker`` processes.
 
 It serves the crash server's ``record_and_wait`` (each run leaves a marker
-naming its task; the test decides when a leg may finish) and a workflow tool
-that reports progress 20 000 times. Temporal comes from ``TEMPORAL_ADDRESS``,
+naming its task; the test decides when a leg may finish). Temporal comes from
+``TEMPORAL_ADDRESS``,
 the queue from ``RESILIENT_TASK_QUEUE``, the key (if any) from
 ``FASTMCP_TEMPORAL_ENCRYPTION_KEY``, as a deployed worker gets them (and the
 repository root on ``PYTHONPATH``).
