@@ -2,10 +2,9 @@
 
 It serves the crash server's ``record_and_wait`` (each run leaves a marker
 naming its task; the test decides when a leg may finish). Temporal comes from
-``TEMPORAL_ADDRESS``,
-the queue from ``RESILIENT_TASK_QUEUE``, the key (if any) from
-``FASTMCP_TEMPORAL_ENCRYPTION_KEY``, as a deployed worker gets them (and the
-repository root on ``PYTHONPATH``).
+``TEMPORAL_ADDRESS``, the queue from ``RESILIENT_TASK_QUEUE``, the key (if
+any) from ``FASTMCP_TEMPORAL_ENCRYPTION_KEY``, as a deployed worker gets them
+(and the repository root on ``PYTHONPATH``).
 """
 
 from __future__ import annotations
