@@ -11,7 +11,8 @@ caller restored (access token, headers, session id). The outcome is a
 ``LegOutcome``; tool errors are *returned* (as ``isError`` results, masked per
 the server's policy), never raised, so Temporal never retries a tool body that
 failed on its own. Only infrastructure faults raise, and a worker that dies
-mid-leg is detected by heartbeat timeout and the leg runs again elsewhere.
+mid-leg is detected by heartbeat timeout and the leg runs again elsewhere; a
+worker that drains hands its running legs back at once.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import mcp_types
@@ -58,6 +60,10 @@ logger = logging.getLogger(__name__)
 _WIRE_VERSION = MODERN_PROTOCOL_VERSIONS[-1]
 _INPUT_RESPONSE = TypeAdapter(mcp_types.InputResponse)
 _DEPENDENCY_FAILURE = "Failed to resolve dependency"
+#: ``type`` of the failure a draining worker hands a running leg back with.
+HANDED_BACK_ERROR_TYPE = "McpLegHandedBack"
+#: How soon a handed-back leg runs again (a zero delay is not sent: the SDK reads it as unset).
+HAND_BACK_DELAY = timedelta(milliseconds=100)
 
 
 class ToolLegActivity:
@@ -81,6 +87,18 @@ class ToolLegActivity:
         heartbeats = asyncio.create_task(progress.heartbeat_forever(self._heartbeat_interval_s))
         try:
             return await self._run(request, progress)
+        except asyncio.CancelledError:
+            details = activity.cancellation_details()
+            if details is not None and details.worker_shutdown:
+                # Drained: fail this attempt retryably with almost no delay, so
+                # the next worker takes the leg now, not after the retry
+                # backoff, which grows with every attempt.
+                raise ApplicationError(
+                    "Worker is shutting down: the leg was handed back to run on another worker",
+                    type=HANDED_BACK_ERROR_TYPE,
+                    next_retry_delay=HAND_BACK_DELAY,
+                ) from None
+            raise
         finally:
             heartbeats.cancel()
 

@@ -21,11 +21,15 @@ rotate by putting a new id first and keeping the old ones while tasks need them.
 
 Decoding fails closed. A plaintext payload passes (it was written before
 encryption was turned on), but an encrypted one must decrypt: an unknown key id
-or a failed tag raises ``PayloadDecryptionError``. It is a non-retryable
-``ApplicationError``, so a worker that cannot read a task's input fails the
-task with that message instead of retrying its workflow task forever, and its
-failure is kept in clear (it names key ids only) so that any front end -- even
-one without the key -- can report why.
+or a failed tag raises ``PayloadDecryptionError``. It is a *retryable*
+``ApplicationError``: a worker that cannot read a task gives the work back --
+its workflow task fails (Temporal retries it, and the Web UI shows the failed
+workflow task) or its leg attempt fails (the leg retries) -- so a worker that
+holds the key runs it; a misconfigured worker in the fleet delays tasks, never
+destroys them. The task fails only when its deadline passes with nobody able
+to read it. The failure is kept in clear (it names key ids only) so that any
+front end -- even one without the key -- can report why, and it is logged at
+ERROR by the process that could not decrypt.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -55,6 +60,8 @@ from temporalio.exceptions import ApplicationError
 
 from fastmcp_temporal.workflows.models import UNDECRYPTABLE_ERROR_TYPE
 
+logger = logging.getLogger(__name__)
+
 #: Where the key configuration is read from when none is passed explicitly.
 KEY_ENV = "FASTMCP_TEMPORAL_ENCRYPTION_KEY"
 #: The id a key listed without one gets (``"k2:<new>,default:<old>"`` rotates it).
@@ -68,15 +75,16 @@ _HEX_KEY = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
 class PayloadDecryptionError(ApplicationError):
-    """An encrypted payload this process cannot open: fail the task, never guess.
+    """An encrypted payload this process cannot open: give the work back, never guess.
 
-    Non-retryable, because retrying cannot conjure the missing key: inside a
-    workflow activation it fails the workflow outright. The message names key
-    ids, never key material or payload contents.
+    Retryable, because another process may hold the key: inside a workflow
+    activation a non-retryable error would fail the workflow outright (the
+    SDK's rule), a retryable one fails only the workflow task. The message
+    names key ids, never key material or payload contents.
     """
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, type=UNDECRYPTABLE_ERROR_TYPE, non_retryable=True)
+        super().__init__(message, type=UNDECRYPTABLE_ERROR_TYPE, non_retryable=False)
 
 
 def parse_keys(spec: str) -> dict[str, bytes]:
@@ -182,6 +190,14 @@ class AesGcmCodec(PayloadCodec):
     def _open(self, payload: Payload) -> Payload:
         if payload.metadata.get("encoding") != ENCODING:
             return payload
+        try:
+            return self._decrypt(payload)
+        except PayloadDecryptionError as err:
+            # Loud: a worker that logs this is misconfigured, and hands its work back.
+            logger.error("%s; leaving it to a process that holds the key", err.message)
+            raise
+
+    def _decrypt(self, payload: Payload) -> Payload:
         key_id = payload.metadata.get(KEY_ID_METADATA, b"").decode(errors="replace")
         cipher = self._ciphers.get(key_id)
         if cipher is None:

@@ -236,8 +236,10 @@ class TaskEngine:
                 # No worker could answer in time (or it could not decrypt the
                 # task): the memo still has the last state change.
                 pass
-        if view.status == "working" and (leg := await self.records.leg_progress(description)):
-            return GetTaskResult.from_view(view, leg.message, leg.changed_at)
+        if view.status in ("working", "input_required") and (
+            body := await self.records.progress(description)
+        ):
+            return GetTaskResult.from_view(view, body.message, body.changed_at)
         return GetTaskResult.from_view(view)
 
     # -- tasks/update ---------------------------------------------------------

@@ -5,7 +5,8 @@ else a ``tasks/get`` may need comes from here: how a closed workflow maps to a
 finished task (completed → its result; failed → the view its failure carries;
 cancelled, terminated and timed out → built from the memo and Temporal's close
 time; a small finished view is in the memo already), what the running leg last
-reported in its heartbeat, and when a finished task stops being readable.
+reported in its heartbeat (or a workflow tool in its memo), and when a finished
+task stops being readable.
 """
 
 from __future__ import annotations
@@ -18,17 +19,20 @@ from typing import Any
 from fastmcp.utilities.tasks import DEFAULT_POLL_INTERVAL
 from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkflowExecutionRequest,
     DescribeWorkflowExecutionResponse,
+    GetWorkflowExecutionHistoryReverseRequest,
 )
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
-from temporalio.exceptions import ApplicationError, FailureError
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
 from fastmcp_temporal.server.wire import GetTaskResult, task_not_found
-from fastmcp_temporal.workflows.models import TaskView
+from fastmcp_temporal.workflows.leg_retry import failure_reason
+from fastmcp_temporal.workflows.models import BODY_PROGRESS_MEMO, TaskView
 from fastmcp_temporal.workflows.task_workflow import (
     FAILED_ERROR_TYPE,
     INTERNAL_ERROR,
@@ -38,6 +42,8 @@ from fastmcp_temporal.workflows.task_workflow import (
 
 #: How long a task that finished after its TTL stays readable.
 FINISHED_GRACE = timedelta(minutes=1)
+#: How far back a timed-out task's history is searched for why nobody ran it.
+_RECENT_EVENTS = 10
 #: The task status a closed workflow's memo holds when it carries the final view.
 _FINISHED_AS = {
     WorkflowExecutionStatus.COMPLETED: "completed",
@@ -147,6 +153,9 @@ class TaskRecords:
             message = f"Task ended by the operator ({status.name.lower()})"
             if status == WorkflowExecutionStatus.TIMED_OUT:  # still running at its TTL
                 message = "Task expired: still running at the end of its TTL"
+                unreadable = await self._unreadable_reason(handle.id)
+                if unreadable is not None:
+                    message = f"Task expired: no worker could read it within its TTL. {unreadable}"
                 error = {"code": TASK_EXPIRED, "message": message}
             view = memo_view.model_copy(
                 update={
@@ -158,6 +167,30 @@ class TaskRecords:
                 }
             )
         return self.unless_expired(task_id, GetTaskResult.from_view(view))
+
+    async def _unreadable_reason(self, workflow_id: str) -> str | None:
+        """Why no worker could run a workflow that timed out, if no worker could decrypt it.
+
+        Such a workflow never got past its workflow tasks: each worker that
+        took one failed it (``PayloadDecryptionError`` is retryable), and
+        Temporal records the first failure, in clear (it names key ids only),
+        a few events before the end.
+        """
+        request = GetWorkflowExecutionHistoryReverseRequest(
+            namespace=self.client.namespace,
+            execution=WorkflowExecution(workflow_id=workflow_id),
+            maximum_page_size=_RECENT_EVENTS,
+        )
+        response = await self.client.workflow_service.get_workflow_execution_history_reverse(
+            request, retry=True, timeout=self.query_timeout
+        )
+        for event in response.history.events:
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                failure = event.workflow_task_failed_event_attributes.failure
+                if failure.application_failure_info.type == UNDECRYPTABLE_ERROR_TYPE:
+                    return failure.message
+                return None
+        return None
 
     async def _failed_view(
         self, handle: WorkflowHandle[Any, TaskView], memo_view: TaskView, closed_at: datetime
@@ -211,17 +244,61 @@ class TaskRecords:
             )
         return TaskView.model_validate(memo)
 
-    async def leg_progress(self, description: TaskDescription) -> LegStatus | None:
-        """The running leg's latest progress message, from its heartbeat details."""
-        pending = description.raw.pending_activities
-        if not pending:
+    async def progress(self, description: TaskDescription) -> LegStatus | None:
+        """The latest progress message of what runs the task's body, if it reported one.
+
+        A leg's is in its heartbeat details; a workflow tool's is in the memo of
+        its workflow (the task's pending child), one more ``describe`` away.
+        With neither, a workflow task that keeps failing is worth saying.
+        """
+        if description.raw.pending_activities:
+            return await self._leg_progress(description)
+        if description.raw.pending_children:
+            child = description.raw.pending_children[0]
+            return await self._body_progress(child.workflow_id, child.run_id)
+        attempt = description.raw.pending_workflow_task.attempt
+        if attempt > 1:
+            # E.g. every worker that took it so far lacks the task's key.
+            return LegStatus(
+                f"Waiting for a worker that can run it (workflow task attempt {attempt}; "
+                "see the workers' logs)",
+                None,
+            )
+        return None
+
+    async def _body_progress(self, workflow_id: str, run_id: str) -> LegStatus | None:
+        request = DescribeWorkflowExecutionRequest(
+            namespace=self.client.namespace,
+            execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
+        )
+        try:
+            raw = await self.client.workflow_service.describe_workflow_execution(
+                request, retry=True, timeout=self.query_timeout
+            )
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return None  # it ended between the two reads
+            raise
+        fields = raw.workflow_execution_info.memo.fields
+        if BODY_PROGRESS_MEMO not in fields:
             return None
-        leg = pending[0]
+        (progress,) = await self.client.data_converter.decode([fields[BODY_PROGRESS_MEMO]], [dict])
+        if not isinstance(progress, dict):
+            return None
+        message, reported_at = progress.get("message"), progress.get("reported_at")
+        return LegStatus(
+            message if isinstance(message, str) else None,
+            datetime.fromisoformat(reported_at) if isinstance(reported_at, str) else None,
+        )
+
+    async def _leg_progress(self, description: TaskDescription) -> LegStatus | None:
+        """The running leg's latest progress message, from its heartbeat details."""
+        leg = description.raw.pending_activities[0]
         if leg.attempt > 1 and leg.HasField("last_failure"):
             # Decoded: with encryption the message sits in encrypted attributes.
             try:
                 failure = await self.client.data_converter.decode_failure(leg.last_failure)
-                reason = failure.message if isinstance(failure, FailureError) else str(failure)
+                reason = failure_reason(failure)
             except PayloadDecryptionError as err:
                 reason = err.message
             failed_at = (

@@ -16,9 +16,10 @@ them. The Temporal address comes from the environment or ``temporal.toml`` like
 any Temporal app (see ``connection``); a worker never starts a dev server.
 
 SIGTERM (or SIGINT) drains it gracefully: it stops polling, gives running legs
-``--graceful-timeout`` seconds to finish, then cancels the rest, which Temporal
-hands to another worker at once (a leg is retried on infrastructure failures,
-up to ``LegPolicy.max_attempts``). Then it exits 0.
+``--graceful-timeout`` seconds to finish, then cancels the rest, which hand
+themselves back so that another worker runs them at once (a leg is retried on
+infrastructure failures until its task's TTL, however many drains it sees).
+Then it exits 0.
 
 With a deployment name and build id (the flags, or ``TEMPORAL_DEPLOYMENT_NAME``
 and ``TEMPORAL_WORKER_BUILD_ID`` as the Temporal Worker Controller sets them) it

@@ -17,6 +17,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from temporalio.converter import DataConverter
 
 from fastmcp_temporal import DevServer, LegPolicy, TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task
+from fastmcp_temporal.server import starter
 from fastmcp_temporal.server.codec import (
     KEY_ENV,
     AesGcmCodec,
@@ -116,7 +118,7 @@ async def test_codec_seals_opens_and_fails_closed() -> None:
     for reader in (AesGcmCodec({"k2": keys["k2"]}, "k2"), AesGcmCodec({}, None)):
         with pytest.raises(PayloadDecryptionError, match="key id 'k1'") as raised:
             await reader.decode([sealed])
-        assert raised.value.non_retryable
+        assert not raised.value.non_retryable, "another process may hold the key: retry there"
     keyless = AesGcmCodec({}, None)
     assert await keyless.encode([plain]) == [plain]
 
@@ -354,6 +356,10 @@ async def test_a_task_created_under_an_old_key_completes_after_rotation(
 # -- fail closed ------------------------------------------------------------------------------
 
 
+#: The TTL of the unreadable tasks: a task nobody can read fails when it ends.
+TTL_MS = 3000
+
+
 @asynccontextmanager
 async def front_and_worker(
     address: str, task_queue: str, *, creator_key: str, worker_key: str | None, legs_only: bool
@@ -373,6 +379,7 @@ async def front_and_worker(
             encryption_key=creator_key,
             run_worker=legs_only,
             leg_policy=LegPolicy(task_queue=worker_queue),
+            ttl_ms=TTL_MS,
         )
     )
     other = FastMCP("other")
@@ -390,32 +397,54 @@ async def front_and_worker(
         yield creating, reading, ran
 
 
+_CANNOT_DECRYPT = "Cannot decrypt a task payload: it was encrypted with key id 'a', and"
+
+
 @pytest.mark.parametrize(
     ("worker_key", "legs_only", "expected"),
     [
-        ("b", False, "key id 'a', and this process holds 'b'"),
-        (None, False, "key id 'a', and this process holds none"),
-        ("b", True, "Tool leg failed: Cannot decrypt a task payload: it was encrypted with key id"),
+        (
+            "b",
+            False,
+            "Task expired: no worker could read it within its TTL. "
+            f"{_CANNOT_DECRYPT} this process holds 'b'",
+        ),
+        (
+            None,
+            False,
+            "Task expired: no worker could read it within its TTL. "
+            f"{_CANNOT_DECRYPT} this process holds none",
+        ),
+        (
+            "b",
+            True,
+            f"Task expired: its tool leg did not finish within the task's TTL ({TTL_MS} ms); "
+            f"last failure: {_CANNOT_DECRYPT} this process holds 'b'",
+        ),
     ],
     ids=["workflow-input-wrong-key", "workflow-input-no-key", "leg-input-wrong-key"],
 )
-async def test_an_undecryptable_task_fails_closed_with_a_clear_status(
+async def test_a_task_nobody_can_read_waits_for_its_ttl_then_fails_naming_the_key(
     worker_key: str | None,
     legs_only: bool,
     expected: str,
     temporal_server: DevServer,
     temporal_client: TemporalClient,
     task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Never retried forever, never run without its caller: failed, and ``tasks/get`` says why.
+    """Never failed by a worker that lacks the key, never run without its payloads.
 
-    Both front ends -- the one holding the creating key and the one that does
-    not -- report the same failure. The client polls from the first moment, as
-    clients do: a poll never asks the worker about a task that is not parked,
-    so it cannot land inside the workflow task that fails it. While a leg's
-    attempts fail, ``tasks/get`` shows the decoded reason (never the
-    placeholder "Encoded failure").
+    A worker that cannot decrypt gives the work back (another one may hold the
+    key): the task stays ``working`` until its TTL ends with nobody able to read
+    it, then fails with ``-32000`` naming the key id. Both front ends -- the one
+    holding the creating key and the one that does not -- report that failure.
+    Meanwhile ``tasks/get`` says why it waits: a failing workflow task, or the
+    decoded reason a leg's attempts fail (never the placeholder "Encoded
+    failure").
     """
+    # A workflow no worker can read ends by its execution timeout (TTL + grace).
+    monkeypatch.setattr(starter, "EXPIRY_GRACE", timedelta(seconds=1))
     keys = {"a": f"a:{new_key()}", "b": f"b:{new_key()}"}
     async with front_and_worker(
         temporal_server.address,
@@ -435,22 +464,23 @@ async def test_an_undecryptable_task_fails_closed_with_a_clear_status(
             await asyncio.sleep(0.1)
         status = await task.status()
         assert status.status == "failed", seen[-3:]
-        # Failed by the first attempt of the workflow task that could not decode
-        # it: no workflow task failed (and waited for Temporal's retry) on the way.
+        assert status.status_message == expected
+        assert status.error == {"code": -32000, "message": expected}
         history = await handle.fetch_history()
-        failed_attempts = [
+        given_back = [
             event
             for event in history.events
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
         ]
-        assert not failed_attempts, failed_attempts
-        assert expected in (status.status_message or "")
-        assert status.error and expected in status.error["message"]
+        assert bool(given_back) != legs_only, "the workflow task was given back, not failed"
         other_view = await ToolTask(reading, "echo", task.create_result).status()
         assert other_view.status == "failed"
         assert "Cannot decrypt a task payload" in (other_view.status_message or "")
     assert ran == [], "the tool body must not run without its payloads"
-    if legs_only:
+    if not legs_only:
+        waiting = [message for message in seen if message.startswith("Waiting for a worker")]
+        assert waiting, seen
+    else:
         retrying = [message for message in seen if message.startswith("Retrying")]
         assert retrying, seen
         assert not any("Encoded failure" in message for message in retrying), retrying

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import mcp_types
@@ -20,11 +21,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
-from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from fastmcp_temporal import LegPolicy, McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.client import call_tool_task, update_task
 from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.workflows.task_workflow import FINAL_MEMO_LIMIT
 from tests.conftest import http_client
+from tests.histories.replay import task_replayer
 
 
 def ask(key: str, message: str) -> mcp_types.InputRequiredResult:
@@ -393,3 +396,72 @@ async def test_local_legs_run_the_same_task_without_activity_tasks(
     kinds = {event.event_type for event in history.events}
     assert EventType.EVENT_TYPE_MARKER_RECORDED in kinds  # local activity results
     assert EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED not in kinds
+
+
+async def test_a_leg_still_running_at_the_ttl_fails_the_task_as_expired(
+    temporal_tasks: Callable[..., TemporalTasks], temporal_client: TemporalClient
+) -> None:
+    """The TTL bounds a leg with all its attempts; one that outlives it ends the task."""
+    mcp = FastMCP("slow")
+    mcp.add_extension(temporal_tasks(ttl_ms=2000))
+
+    @mcp.tool(task=True)
+    async def outlive(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "too late"
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "outlive", {"seconds": 30}, raise_on_error=False)
+        final = await task.wait(state="failed", timeout=30)
+    message = "Task expired: its tool leg did not finish within the task's TTL (2000 ms)"
+    assert final.status_message == message
+    assert final.error == {"code": -32000, "message": message}
+    history = await temporal_client.get_workflow_handle(
+        workflow_id_for(task.task_id, None)
+    ).fetch_history()
+    assert (await task_replayer().replay_workflow(history)).replay_failure is None
+
+
+async def test_a_local_leg_is_retried_up_to_max_attempts(
+    temporal_tasks: Callable[..., TemporalTasks], tmp_path: Path
+) -> None:
+    """A local leg cut off at ``local_timeout_s`` runs again, up to ``max_attempts`` runs.
+
+    Losing its worker never counts for a local leg (it runs inside the workflow
+    task, which the next worker starts afresh), so its own timeout is all the
+    count bounds: a leg slow once finishes on its second run; one always too
+    slow fails the task after three.
+    """
+    mcp = FastMCP("local")
+    local = ToolOptions(local_legs=True)
+    mcp.add_extension(
+        temporal_tasks(
+            leg_policy=LegPolicy(local_timeout_s=1, max_attempts=3),
+            tools={"slow_once": local, "always_slow": local},
+        )
+    )
+
+    def record_run(name: str) -> int:
+        runs = len(list(tmp_path.glob(f"{name}-*")))
+        (tmp_path / f"{name}-{runs}").write_text("")
+        return runs + 1
+
+    @mcp.tool(task=True)
+    async def slow_once() -> str:
+        run = record_run("slow_once")
+        await asyncio.sleep(30 if run == 1 else 0)
+        return f"run {run}"
+
+    @mcp.tool(task=True)
+    async def always_slow() -> str:
+        record_run("always_slow")
+        await asyncio.sleep(30)
+        return "never"
+
+    async with Client(mcp) as client:
+        once = await call_tool_task(client, "slow_once", {})
+        always = await call_tool_task(client, "always_slow", {}, raise_on_error=False)
+        assert (await once.result()).data == "run 2"
+        failed = await always.wait(state="failed", timeout=60)
+    assert failed.status_message == "Tool leg failed: Activity timed out"
+    assert len(list(tmp_path.glob("always_slow-*"))) == 3

@@ -31,8 +31,9 @@ from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.workflows.models import INPUT_SIGNAL
 from tests.conftest import http_client
 from tests.helpers import eventually, front_end, kill, spawn_worker
+from tests.histories.replay import task_replayer
 from tests.processes.agent_server import mcp as agent_server
-from tests.processes.agent_workflows import GreeterAgent, logged_step
+from tests.processes.agent_workflows import GreeterAgent, ProgressFlood, logged_step
 
 
 def greeter_server(extension: TemporalTasks, **options: Any) -> FastMCP:
@@ -184,3 +185,50 @@ async def test_cancelling_the_task_cancels_the_workflow_and_its_activity(
 def _runs(marker_dir: Path) -> list[str]:
     log = marker_dir / "runs.log"
     return log.read_text().split() if log.exists() else []
+
+
+async def test_progress_reported_20000_times_stays_out_of_the_task_history(
+    temporal_tasks: Callable[..., TemporalTasks], temporal_client: TemporalClient
+) -> None:
+    """A workflow tool reports 20 000 times: ``tasks/get`` shows the latest, the task completes.
+
+    Each report used to be a signal to the task workflow (its history limit is
+    51 200 events); now the tool's workflow keeps it in its own memo, written at
+    most once per workflow task.
+    """
+    server = FastMCP("flood")
+    server.add_extension(temporal_tasks())
+    server.add_tool(workflow_tool(ProgressFlood))
+    async with Client(server) as client:
+        task = await call_tool_task(client, "progress_flood", {"reports": 20_000})
+        seen: list[str | None] = []
+        while not seen or seen[-1] != "report 20000 of 20000":
+            view = await task.status()
+            assert view.status == "working", view
+            seen.append(view.status_message)
+            await asyncio.sleep(0.05)
+        task_workflow_id = workflow_id_for(task.task_id, None)
+        await temporal_client.get_workflow_handle(f"{task_workflow_id}-body").signal("release")
+        result = await task.result()
+    assert result.structured_content == {"result": 20_000}
+    task_history = await temporal_client.get_workflow_handle(task_workflow_id).fetch_history()
+    assert not [
+        event
+        for event in task_history.events
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    ]
+    assert len(task_history.events) < 50, len(task_history.events)
+    body_history = await temporal_client.get_workflow_handle(
+        f"{task_workflow_id}-body"
+    ).fetch_history()
+    memo_writes = [
+        event
+        for event in body_history.events
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED
+    ]
+    assert len(memo_writes) == 1, "20 000 reports in one workflow task: one memo write"
+    # The patched paths (progress in the memo; legs retried until the deadline)
+    # replay, as the next deploy's workers will replay them.
+    replayer = task_replayer([ProgressFlood])
+    for history in (task_history, body_history):
+        assert (await replayer.replay_workflow(history)).replay_failure is None

@@ -3,9 +3,11 @@
 For a workflow tool the task workflow runs no tool legs. It starts the tool's
 own workflow as a child (id ``<task workflow id>-body``), turns the child's
 ``ask`` signals into outstanding input requests under keys it mints, forwards
-``tasks/update`` answers back to the child, shows the child's progress as the
-``statusMessage``, and -- once the child returns -- runs one final leg that
-converts the return value into the ``CallToolResult`` FastMCP would produce.
+``tasks/update`` answers back to the child, and -- once the child returns --
+runs one final leg that converts the return value into the ``CallToolResult``
+FastMCP would produce. The child's progress stays out of this history: the
+child keeps it in its own memo and ``tasks/get`` reads it there (children
+started before that still signal it, and the handler below still shows it).
 
 Cancelling the task cancels the child (parent-close policy ``REQUEST_CANCEL``),
 and through its heartbeats, the child's running activities.

@@ -50,11 +50,17 @@ SEARCH_ATTRIBUTES = (TOOL_NAME_ATTRIBUTE, TASK_STATUS_ATTRIBUTE)
 
 
 #: Workflow tools: the task workflow runs the tool's own workflow as a child,
-#: which asks for input and reports progress by signalling its task.
+#: which asks for input by signalling its task. (Progress was a signal too; the
+#: task still takes it from children started before it moved to the memo.)
 BODY_ASK_SIGNAL = "mcp_body_ask"
 BODY_PROGRESS_SIGNAL = "mcp_body_progress"
 BODY_ANSWER_SIGNAL = "mcp_body_answer"
 CALLER_MEMO = "mcp_caller"
+#: A workflow tool's latest progress (a ``BodyProgress``), in its own memo:
+#: ``tasks/get`` reads it with ``describe``, so progress never reaches the
+#: task workflow's history (once a signal per report, which capped a tool at
+#: ~10k reports).
+BODY_PROGRESS_MEMO = "mcp_progress"
 
 
 class Caller(BaseModel):
@@ -117,11 +123,30 @@ class CallerSnapshot(BaseModel):
 
 
 class LegPolicy(BaseModel):
-    """Timeouts and retries for one leg (one activity)."""
+    """Timeouts and retries for one leg (one activity).
+
+    A tool's own error never reaches Temporal's retry policy (it is an
+    ``isError`` result or an ``MCPError`` outcome), so every failed attempt is
+    infrastructure: a drained or lost worker, a worker that cannot decrypt the
+    leg, a worker without the tool. Such a leg runs again, however many times,
+    until the task's own deadline (``createdAt + ttlMs``); only that deadline
+    fails the task (a local leg: see ``max_attempts``). Between attempts the
+    wait doubles from 1 s up to ``max_retry_interval_s``, so a crash-looping
+    fleet is not hammered; a leg handed back by a draining worker runs again
+    at once.
+    """
 
     heartbeat_timeout_s: float = 10.0
     start_to_close_timeout_s: float = 24 * 3600.0
+    #: Attempts of a *local* leg (``local=True``), which only its own timeout
+    #: (``local_timeout_s``) consumes: a lost or drained worker never counts
+    #: for a leg that runs inside the workflow task. Activity legs retry until
+    #: the task's deadline instead. (A workflow run that scheduled its first
+    #: leg before this version keeps the old policy, this many attempts for
+    #: every leg, until it ends or continues as new.)
     max_attempts: int = 3
+    #: The longest wait between two attempts of a leg.
+    max_retry_interval_s: float = 30.0
     task_queue: str | None = None
     #: Run legs as local activities (``ToolOptions(local_legs=True)``): no
     #: activity task round trip, for short legs only -- a local leg cannot

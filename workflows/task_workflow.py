@@ -25,14 +25,19 @@ from datetime import timedelta
 from typing import Any, NoReturn
 
 from temporalio import workflow
-from temporalio.common import RawValue, RetryPolicy
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from fastmcp_temporal.workflows.body_workflow import WorkflowBodyRunner
+from fastmcp_temporal.workflows.leg_retry import (
+    deadline_passed,
+    expired_message,
+    failure_reason,
+    leg_retry,
+)
 from fastmcp_temporal.workflows.models import (
     INPUT_SIGNAL,
     TASK_STATUS_ATTRIBUTE,
-    UNDECRYPTABLE_ERROR_TYPE,
     VIEW_QUERY,
     WORKFLOW_TYPE,
     WORKFLOW_TYPE_PREFIX,
@@ -179,9 +184,7 @@ class _TaskMachine(WorkflowBodyRunner):
             f"Running **{start.tool_name}**, leg {round_number}. Its latest progress message "
             "is in the pending activity's heartbeat details."
         )
-        retry = RetryPolicy(
-            maximum_attempts=policy.max_attempts, initial_interval=timedelta(seconds=1)
-        )
+        retry, until_deadline = leg_retry(start)
         try:
             if policy.local:
                 return await workflow.execute_local_activity(
@@ -189,6 +192,7 @@ class _TaskMachine(WorkflowBodyRunner):
                     request,
                     result_type=LegOutcome,
                     start_to_close_timeout=timedelta(seconds=policy.local_timeout_s),
+                    schedule_to_close_timeout=until_deadline,
                     retry_policy=retry,
                     summary=f"{start.tool_name} · leg {round_number} (local)",
                 )
@@ -198,6 +202,7 @@ class _TaskMachine(WorkflowBodyRunner):
                 result_type=LegOutcome,
                 task_queue=policy.task_queue,
                 start_to_close_timeout=timedelta(seconds=policy.start_to_close_timeout_s),
+                schedule_to_close_timeout=until_deadline,
                 heartbeat_timeout=timedelta(seconds=policy.heartbeat_timeout_s),
                 retry_policy=retry,
                 cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -206,13 +211,9 @@ class _TaskMachine(WorkflowBodyRunner):
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err
-            cause = err.cause if err.cause is not None else err
-            reason = str(cause)
-            inner = cause.__cause__
-            if isinstance(inner, ApplicationError) and inner.type == UNDECRYPTABLE_ERROR_TYPE:
-                # The leg's worker could not decrypt its input: say why, not just
-                # the SDK's "Failed decoding arguments".
-                reason = inner.message
+            if deadline_passed(err):
+                self._fail({"code": TASK_EXPIRED, "message": expired_message(err, start.ttl_ms)})
+            reason = failure_reason(err.cause if err.cause is not None else err)
             self._fail({"code": INTERNAL_ERROR, "message": f"Tool leg failed: {reason}"})
 
     def _history_is_long(self, rounds_this_run: int) -> bool:

@@ -19,12 +19,15 @@ class ResearchAgent:
 ```
 
 ``ask`` parks the task in ``input_required`` under a fresh key and returns the
-client's typed answer; ``report_progress`` becomes the task's ``statusMessage``;
+client's typed answer (a signal to the task); ``report_progress`` becomes the
+task's ``statusMessage`` (written to this workflow's memo, which ``tasks/get``
+reads, so it never grows the task's history);
 ``caller`` tells who created the task. All three are deterministic workflow code.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import mcp_types
@@ -34,6 +37,7 @@ from temporalio import workflow
 from fastmcp_temporal.workflows.models import (
     BODY_ANSWER_SIGNAL,
     BODY_ASK_SIGNAL,
+    BODY_PROGRESS_MEMO,
     BODY_PROGRESS_SIGNAL,
     CALLER_MEMO,
     BodyAsk,
@@ -42,6 +46,8 @@ from fastmcp_temporal.workflows.models import (
 )
 
 _INPUT_RESPONSE: TypeAdapter[Any] = TypeAdapter(mcp_types.InputResponse)
+#: Patch id of "progress goes to this workflow's memo, not to a signal".
+PROGRESS_IN_MEMO_PATCH = "fastmcp-temporal/progress-in-memo"
 
 
 class _Inbox:
@@ -102,11 +108,65 @@ async def ask(
 async def report_progress(
     message: str, progress: float | None = None, total: float | None = None
 ) -> None:
-    """Show ``message`` as the task's ``statusMessage`` (and in the Web UI)."""
-    task = workflow.get_external_workflow_handle(_task_workflow_id())
-    await task.signal(
-        BODY_PROGRESS_SIGNAL, BodyProgress(message=message, progress=progress, total=total)
-    )
+    """Show ``message`` as the task's ``statusMessage``.
+
+    The report goes to this workflow's own memo, where ``tasks/get`` reads it,
+    not to the task workflow: call it as often as you like. It costs at most
+    one memo write per workflow task (the latest report wins), so a tight loop
+    of 20 000 reports is one history event.
+    """
+    task_workflow_id = _task_workflow_id()
+    report = BodyProgress(message=message, progress=progress, total=total)
+    if workflow.patched(PROGRESS_IN_MEMO_PATCH):
+        _progress_board().publish(report)
+        return
+    # Histories recorded before the patch signalled the task on every report.
+    task = workflow.get_external_workflow_handle(task_workflow_id)
+    await task.signal(BODY_PROGRESS_SIGNAL, report)
+
+
+class _ProgressBoard:
+    """The latest report, written to the memo at most once per workflow task.
+
+    The first report of a workflow task schedules the write for when the
+    workflow next yields, so every report made until then is folded into it.
+    A report made after that write, in the same workflow task, waits for the
+    next workflow task that reports.
+    """
+
+    def __init__(self) -> None:
+        self.latest: BodyProgress | None = None
+        self.written: BodyProgress | None = None
+        self.written_in: int | None = None
+        self.write_scheduled = False
+
+    def publish(self, report: BodyProgress) -> None:
+        self.latest = report
+        if not self.write_scheduled:
+            self.write_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write)
+
+    def _write(self) -> None:
+        self.write_scheduled = False
+        workflow_task = workflow.info().get_current_history_length()
+        if self.latest is None or self.latest == self.written or self.written_in == workflow_task:
+            return
+        # ``reported_at`` lets ``tasks/get`` move ``lastUpdatedAt`` with the message.
+        published = {
+            **self.latest.model_dump(mode="json"),
+            "reported_at": workflow.now().isoformat(),
+        }
+        workflow.upsert_memo({BODY_PROGRESS_MEMO: published})
+        self.written, self.written_in = self.latest, workflow_task
+
+
+def _progress_board() -> _ProgressBoard:
+    instance = workflow.instance()
+    board = getattr(instance, "_fastmcp_temporal_progress", None)
+    if board is None:
+        board = _ProgressBoard()
+        instance._fastmcp_temporal_progress = board
+    return board
 
 
 def caller() -> Caller:

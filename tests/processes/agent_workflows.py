@@ -70,3 +70,22 @@ class GreeterAgent:
         return Summary(
             greeting=f"{salutation}, {name}!", asked_by=caller().subject, steps=[first, second]
         )
+
+
+@workflow.defn
+class ProgressFlood:
+    """Report progress many times in one go, then wait for ``release``."""
+
+    def __init__(self) -> None:
+        self._released = False
+
+    @workflow.signal
+    def release(self) -> None:
+        self._released = True
+
+    @workflow.run
+    async def run(self, reports: int) -> int:
+        for n in range(1, reports + 1):
+            await report_progress(f"report {n} of {reports}", progress=n, total=reports)
+        await workflow.wait_condition(lambda: self._released)
+        return reports

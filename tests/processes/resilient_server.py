@@ -1,0 +1,25 @@
+"""The server of the resilience tests, for ``fastmcp-temporal worker`` processes.
+
+It serves the crash server's ``record_and_wait`` (each run leaves a marker
+naming its task; the test decides when a leg may finish). Temporal comes from
+``TEMPORAL_ADDRESS``, the queue from ``RESILIENT_TASK_QUEUE``, the key (if
+any) from ``FASTMCP_TEMPORAL_ENCRYPTION_KEY``, as a deployed worker gets them
+(and the repository root on ``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from fastmcp import FastMCP
+
+from fastmcp_temporal import LegPolicy, TemporalTasks
+from tests.processes.crash_server import mcp as crash_server
+
+mcp = FastMCP("resilient")
+mcp.add_extension(
+    TemporalTasks(
+        task_queue=os.environ["RESILIENT_TASK_QUEUE"], leg_policy=LegPolicy(heartbeat_timeout_s=2)
+    )
+)
+mcp.mount(crash_server)

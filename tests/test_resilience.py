@@ -1,0 +1,260 @@
+"""Infrastructure failures never consume a task: drains, lost workers, a misconfigured worker.
+
+Real ``fastmcp-temporal worker`` processes on one queue, a worker-less front
+end, the crash server's ``record_and_wait`` tool (each run of its body leaves a
+marker naming its task; it finishes once the test writes ``release``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from fastmcp import Client, FastMCP
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client as TemporalClient
+
+from fastmcp_temporal import DevServer, LegPolicy, TemporalTasks
+from fastmcp_temporal.client import ToolTask, call_tool_task
+from fastmcp_temporal.server.codec import KEY_ENV
+from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.starter import ToolOptions
+from fastmcp_temporal.server.worker import READY_LINE
+from tests.helpers import eventually, front_end
+from tests.processes.crash_server import mcp as crash_server
+from tests.processes.running import BIN, ROOT, Process
+from tests.test_encryption import new_key
+
+pytestmark = pytest.mark.chaos
+
+SERVER = "tests/processes/resilient_server.py"
+
+
+class Fleet:
+    """``fastmcp-temporal worker`` processes on one queue, each with its own log."""
+
+    def __init__(self, address: str, task_queue: str, logs: Path) -> None:
+        self._env = {
+            "TEMPORAL_ADDRESS": address,
+            "RESILIENT_TASK_QUEUE": task_queue,
+            "PYTHONPATH": str(ROOT),  # the server module imports the crash server's tool
+        }
+        self._logs = logs
+        self.workers: list[Process] = []
+
+    async def start(self, key: str | None = None) -> Process:
+        env = {**self._env, KEY_ENV: key or ""}
+        worker = Process(
+            f"worker-{len(self.workers) + 1}",
+            [str(BIN / "fastmcp-temporal"), "worker", SERVER, "--graceful-timeout", "1"],
+            env,
+            self._logs / f"worker-{len(self.workers) + 1}.log",
+        )
+        self.workers.append(worker)
+        await worker.wait_for_output(READY_LINE)
+        return worker
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+
+
+@asynccontextmanager
+async def fleet(address: str, task_queue: str, logs: Path) -> AsyncIterator[Fleet]:
+    workers = Fleet(address, task_queue, logs)
+    try:
+        yield workers
+    finally:
+        workers.stop()
+
+
+def runs_of(runs: Path) -> list[str]:
+    """The task id of every run of the body so far (one marker per run)."""
+    return [marker.read_text() for marker in runs.glob("run-*")]
+
+
+async def interrupt_one_leg(
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+    *,
+    interruptions: int,
+    signum: int,
+) -> tuple[str, list[str], list[str]]:
+    """Run one leg, interrupting its worker ``interruptions`` times, rolling-deploy style.
+
+    Each time, the next worker starts first, then the one running the leg gets
+    ``signum``. Returns the final status, the runs recorded (their task ids,
+    checked to be this task's), and what ``tasks/get`` said while the leg was
+    being retried.
+    """
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    retrying: list[str] = []
+    async with (
+        fleet(temporal_server.address, task_queue, tmp_path) as workers,
+        Client(front_end(temporal_client, task_queue, crash_server)) as client,
+    ):
+        running = await workers.start()
+        task = await call_tool_task(client, "record_and_wait", {"marker_dir": str(runs)})
+        for interruption in range(1, interruptions + 1):
+            await eventually(lambda n=interruption: len(runs_of(runs)) == n, timeout=90)
+            successor = await workers.start()
+            running.signal(signum)
+            if signum == signal.SIGTERM:
+                assert await running.exit_code(timeout=30) == 0, running.output()[-2000:]
+            running = successor
+            await eventually(lambda n=interruption: len(runs_of(runs)) == n + 1, timeout=90)
+            retrying.append((await task.status()).status_message or "")
+        (runs / "release").write_text("")
+        final = await task.wait(timeout=60)
+    assert set(runs_of(runs)) == {task.task_id}
+    return final.status, runs_of(runs), retrying
+
+
+async def test_five_drains_during_one_leg_never_consume_the_task(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """Each drain hands the leg back at once; the task outlives five of them."""
+    status, runs, retrying = await interrupt_one_leg(
+        temporal_server,
+        temporal_client,
+        task_queue,
+        tmp_path,
+        interruptions=5,
+        signum=signal.SIGTERM,
+    )
+    assert status == "completed"
+    assert len(runs) == 5 + 1, "the body ran once per drain plus once"
+    # Handed back by the drain, not found dead by a heartbeat timeout.
+    for attempt, message in enumerate(retrying, start=2):
+        assert message.startswith(f"Retrying (attempt {attempt}): Worker is shutting down"), message
+
+
+async def test_four_lost_workers_during_one_leg_never_consume_the_task(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """``kill -9`` four times: each loss is found by heartbeat timeout and the leg runs again."""
+    status, runs, retrying = await interrupt_one_leg(
+        temporal_server,
+        temporal_client,
+        task_queue,
+        tmp_path,
+        interruptions=4,
+        signum=signal.SIGKILL,
+    )
+    assert status == "completed"
+    assert len(runs) == 4 + 1, "the body ran once per lost worker plus once"
+    for attempt, message in enumerate(retrying, start=2):
+        assert message.startswith(f"Retrying (attempt {attempt}): activity Heartbeat timeout"), (
+            message
+        )
+
+
+async def test_a_lost_worker_never_counts_against_a_local_leg(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """A local leg runs inside the workflow task: losing its worker starts it afresh.
+
+    With ``max_attempts=1`` the leg survives two ``kill -9``: the attempts
+    count only its own timeouts (the next worker takes the workflow task once
+    Temporal's workflow task timeout, 10 s, passes).
+    """
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    mcp = FastMCP("front-end")
+    mcp.add_extension(
+        TemporalTasks(
+            client=temporal_client,
+            task_queue=task_queue,
+            run_worker=False,
+            leg_policy=LegPolicy(max_attempts=1, local_timeout_s=300),
+            tools={"record_and_wait": ToolOptions(local_legs=True)},
+        )
+    )
+    mcp.mount(crash_server)
+    async with (
+        fleet(temporal_server.address, task_queue, tmp_path) as workers,
+        Client(mcp) as client,
+    ):
+        running = await workers.start()
+        task = await call_tool_task(client, "record_and_wait", {"marker_dir": str(runs)})
+        for lost in (1, 2):
+            await eventually(lambda n=lost: len(runs_of(runs)) == n, timeout=90)
+            successor = await workers.start()
+            running.signal(signal.SIGKILL)
+            running = successor
+        await eventually(lambda: len(runs_of(runs)) == 3, timeout=90)
+        (runs / "release").write_text("")
+        final = await task.wait(timeout=60)
+    assert final.status == "completed"
+    assert runs_of(runs) == [task.task_id] * 3
+
+
+async def test_a_worker_without_the_key_leaves_every_task_to_one_that_has_it(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """One worker holds the key, one a wrong key: all 20 tasks complete, each body ran once.
+
+    The wrong worker gives back what it cannot read (a failed workflow task or a
+    failed leg attempt, both retried) and says so in its log. (A task that no
+    worker can read: ``test_encryption``.)
+    """
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "release").write_text("")  # every leg finishes at once
+    right, wrong = f"a:{new_key()}", f"b:{new_key()}"
+    async with fleet(temporal_server.address, task_queue, tmp_path) as workers:
+        right_worker = await workers.start(right)
+        wrong_worker = await workers.start(wrong)
+        async with Client(keyed_front_end(temporal_server.address, task_queue, right)) as client:
+            tasks = await asyncio.gather(
+                *(
+                    call_tool_task(client, "record_and_wait", {"marker_dir": str(runs)})
+                    for _ in range(20)
+                )
+            )
+            finals = await asyncio.gather(*(task.wait(timeout=240) for task in tasks))
+    assert [final.status for final in finals] == ["completed"] * 20
+    assert Counter(runs_of(runs)) == {task.task_id: 1 for task in tasks}
+    assert {f.result["structuredContent"]["result"] for f in finals if f.result} == {
+        f"finished in {right_worker.pid}"
+    }
+    assert "Cannot decrypt a task payload" in wrong_worker.output()
+    gave_back = await given_back(temporal_client, tasks)
+    assert gave_back, "the wrong worker never got any work: the test proved nothing"
+
+
+def keyed_front_end(address: str, task_queue: str, key: str) -> FastMCP:
+    """A worker-less front end creating tasks under ``key``."""
+    mcp = FastMCP("front-end")
+    mcp.add_extension(
+        TemporalTasks(
+            address=address,
+            task_queue=task_queue,
+            encryption_key=key,
+            run_worker=False,
+            leg_policy=LegPolicy(heartbeat_timeout_s=2),
+        )
+    )
+    mcp.mount(crash_server)
+    return mcp
+
+
+async def given_back(temporal_client: TemporalClient, tasks: list[ToolTask]) -> int:
+    """How many workflow tasks or leg attempts failed (were given back) across ``tasks``."""
+    count = 0
+    for task in tasks:
+        handle = temporal_client.get_workflow_handle(workflow_id_for(task.task_id, None))
+        async for event in handle.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                count += 1
+            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+                count += event.activity_task_started_event_attributes.attempt - 1
+    return count
