@@ -11,8 +11,9 @@ export TEMPORAL_API_KEY=...            # Temporal Cloud with an API key (TLS imp
 profiles as the ``temporal`` CLI and every Temporal SDK, so a platform team
 configures fastmcp-temporal like any other Temporal application. Arguments of
 ``TemporalTasks(...)`` or of the ``fastmcp-temporal`` command override them
-field by field. With no address anywhere, the extension starts its embedded dev
-server (workers and the ``tasks`` command refuse instead: they must join one).
+field by field. With no address anywhere, every process joins the embedded dev
+server of its data directory (see ``embedded``); only the extension may start
+it -- workers and the ``tasks`` command refuse when none is running.
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.service import TLSConfig
 
-from fastmcp_temporal.server.devserver import DevServer
+from fastmcp_temporal.server import embedded
+from fastmcp_temporal.server.embedded import EmbeddedServer
 
 logger = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "default"
+#: Embedded addresses this process has logged its start-up line for.
+_announced: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -114,14 +118,33 @@ async def connect(
     )
 
 
-async def start_embedded(
-    stack: contextlib.AsyncExitStack, data_dir: Path | None, ui: bool, namespace: str
-) -> DevServer:
-    """The embedded dev server, stopped (by PID) when ``stack`` closes."""
-    dev = await DevServer.start(data_dir=data_dir, ui=ui, namespace=namespace)
-    stack.callback(dev.stop)
-    logger.warning("fastmcp-temporal: embedded Temporal at %s, Web UI %s", dev.address, dev.ui_url)
-    return dev
+async def connect_or_join(
+    stack: contextlib.AsyncExitStack,
+    settings: ConnectionSettings,
+    *,
+    data_dir: str | Path | None,
+    start: bool,
+    ui: bool = True,
+    data_converter: DataConverter,
+    plugins: Sequence[Plugin] = (),
+) -> tuple[Client, EmbeddedServer | None]:
+    """Connect to the configured address, else join the data directory's embedded server.
+
+    Joining holds a share of the embedded server until ``stack`` closes; only
+    ``start=True`` (the extension) may start it. The first join of an address in
+    a process logs the one line that says where it is and how to look at it.
+    """
+    server: EmbeddedServer | None = None
+    if settings.address is None:
+        lease = await embedded.join(data_dir, start=start, ui=ui, namespace=settings.namespace)
+        stack.callback(lease.release)
+        server = lease.server
+        settings = settings.for_embedded(server.address)
+        if server.address not in _announced:
+            _announced.add(server.address)
+            logger.warning(server.hint())
+    client = await connect(settings, data_converter=data_converter, plugins=plugins)
+    return client, server
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -133,6 +156,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--namespace", help="Temporal namespace (TEMPORAL_NAMESPACE)")
     group.add_argument("--profile", help="profile in temporal.toml (TEMPORAL_PROFILE)")
     group.add_argument("--config-file", help="temporal.toml to read (TEMPORAL_CONFIG_FILE)")
+    group.add_argument(
+        "--data-dir",
+        help="without an address: join the embedded Temporal of this data directory "
+        "(FASTMCP_TEMPORAL_DATA_DIR, default .fastmcp-temporal)",
+    )
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, Any]:

@@ -138,8 +138,8 @@ class DevServer:
         except BaseException:
             server.stop()
             raise
-        logger.info(
-            "Embedded Temporal dev server at %s (UI %s, data %s)",
+        logger.debug(
+            "Temporal dev server at %s (UI %s, data %s)",
             server.address,
             server.ui_url or "off",
             directory,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import sys
@@ -182,13 +183,19 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _main(args: argparse.Namespace) -> int:
-    settings = connection.resolve(**connection.overrides_from(args))
-    client = await connection.connect(settings, data_converter=task_data_converter())
-    try:
-        return await _act(client, args)
-    finally:
-        del client
-        gc.collect()  # drop the Temporal client before exit (temporalio/sdk-python#300)
+    async with contextlib.AsyncExitStack() as stack:
+        client, _ = await connection.connect_or_join(
+            stack,
+            connection.resolve(**connection.overrides_from(args)),
+            data_dir=args.data_dir,
+            start=False,
+            data_converter=task_data_converter(),
+        )
+        try:
+            return await _act(client, args)
+        finally:
+            del client
+            gc.collect()  # drop the Temporal client before exit (temporalio/sdk-python#300)
 
 
 async def _act(client: Client, args: argparse.Namespace) -> int:

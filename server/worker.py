@@ -12,7 +12,8 @@ Temporal worker serving the server's task tools. It serves no MCP traffic.
 
 Start as many as you like on one task queue: Temporal hands each leg to one of
 them. The Temporal address comes from the environment or ``temporal.toml`` like
-any Temporal app (see ``connection``); a worker never starts a dev server.
+any Temporal app (see ``connection``); without one it joins the embedded
+Temporal of the server's data directory (``--data-dir``), but never starts one.
 
 SIGTERM (or SIGINT) drains it gracefully: it stops polling, gives running legs
 ``--graceful-timeout`` seconds to finish, then cancels the rest, which Temporal
@@ -66,20 +67,23 @@ async def serve(
     graceful_timeout_s: float = DEFAULT_GRACEFUL_TIMEOUT_S,
     max_concurrent_legs: int | None = None,
     connection_overrides: dict[str, Any] | None = None,
+    data_dir: str | None = None,
 ) -> None:
     """Run the worker until SIGTERM/SIGINT, then drain and return."""
     server, extension = await load(spec)
     options: dict[str, Any] = {"graceful_shutdown_timeout": timedelta(seconds=graceful_timeout_s)}
     if max_concurrent_legs is not None:
         options["max_concurrent_activities"] = max_concurrent_legs
-    extension.serve_as_worker(task_queue=task_queue, connection=connection_overrides, **options)
+    extension.serve_as_worker(
+        task_queue=task_queue, connection=connection_overrides, data_dir=data_dir, **options
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     async with server._lifespan_manager():
         logger.warning(
-            "fastmcp-temporal worker: server %r, task queue %r", server.name, extension._task_queue
+            "fastmcp-temporal worker: server %r, task queue %r", server.name, extension.task_queue
         )
         print(READY_LINE, flush=True)
         await stop.wait()
@@ -115,6 +119,7 @@ def _run(args: argparse.Namespace) -> int:
             graceful_timeout_s=args.graceful_timeout,
             max_concurrent_legs=args.max_concurrent_legs,
             connection_overrides=connection.overrides_from(args),
+            data_dir=args.data_dir,
         )
     )
     return exit_now(0)
