@@ -38,8 +38,8 @@ from fastmcp_temporal.server.embedded import EmbeddedServer
 
 logger = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "default"
-#: Embedded addresses this process has logged its start-up line for.
-_announced: set[str] = set()
+#: Embedded servers (by keeper PID) this process has logged its start-up line for.
+_announced: set[int] = set()
 
 
 @dataclass(frozen=True)
@@ -140,8 +140,8 @@ async def connect_or_join(
         stack.callback(lease.release)
         server = lease.server
         settings = settings.for_embedded(server.address)
-        if server.address not in _announced:
-            _announced.add(server.address)
+        if server.keeper_pid not in _announced:
+            _announced.add(server.keeper_pid)
             logger.warning(server.hint())
     client = await connect(settings, data_converter=data_converter, plugins=plugins)
     return client, server

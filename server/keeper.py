@@ -157,8 +157,8 @@ def main() -> None:
     parser.add_argument("--linger", type=float, default=0.0)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s keeper %(message)s")
-    code = asyncio.run(keep(args.data_dir.resolve(), args.namespace, not args.headless, args.linger))
-    raise SystemExit(code)
+    directory: Path = args.data_dir.resolve()
+    raise SystemExit(asyncio.run(keep(directory, args.namespace, not args.headless, args.linger)))
 
 
 if __name__ == "__main__":
