@@ -35,24 +35,30 @@ import fcntl
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR, temporal_binary
+from fastmcp_temporal.server import keeper as keeper_script
+from fastmcp_temporal.server.devserver import (
+    DEFAULT_DATA_DIR,
+    free_port,
+    start_dev_command,
+    temporal_binary,
+)
+from fastmcp_temporal.server.keeper import KEEPER_LOCK, RECORD, TEMPORAL_LOG, USERS_LOCK
 
 logger = logging.getLogger(__name__)
 
 LINGER_ENV = "FASTMCP_TEMPORAL_EMBEDDED_LINGER"
 DEFAULT_LINGER_S = 3.0
-JOIN_LOCK = "embedded.lock"
-USERS_LOCK = "embedded.users"
-KEEPER_LOCK = "embedded.keeper"
-RECORD = "embedded.json"
 KEEPER_LOG = "embedded-keeper.log"
+CONVENTIONAL_GRPC_PORT = 7233
+CONVENTIONAL_UI_PORT = 8233
 _POLL_S = 0.02
 
 
@@ -70,12 +76,6 @@ class EmbeddedServer:
     data_dir: str
     temporal_pid: int
     keeper_pid: int
-
-    def write(self, directory: Path) -> None:
-        """Atomically: a joiner never reads half a record."""
-        partial = directory / f"{RECORD}.partial"
-        partial.write_text(json.dumps(asdict(self)))
-        partial.replace(directory / RECORD)
 
     @classmethod
     def read(cls, directory: Path) -> EmbeddedServer | None:
@@ -131,7 +131,7 @@ async def join(
     if not start and not (directory / RECORD).exists():
         raise NoEmbeddedServer(_nothing_running(directory))
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / JOIN_LOCK, "ab") as join_lock:
+    with open(directory / keeper_script.JOIN_LOCK, "ab") as join_lock:
         await _flock(join_lock, fcntl.LOCK_EX)
         users = open(directory / USERS_LOCK, "ab")  # noqa: SIM115  (held by the lease)
         try:
@@ -198,14 +198,46 @@ async def _flock(file: IO[bytes], operation: int) -> None:
 async def _start_keeper(
     directory: Path, ui: bool, namespace: str, timeout_s: float
 ) -> EmbeddedServer:
-    """Start the keeper and wait for its record (we hold the join lock meanwhile)."""
-    args = [sys.executable, "-m", "fastmcp_temporal.server.keeper", str(directory)]
-    args += ["--namespace", namespace, "--linger", str(linger_s())]
-    if not ui:
-        args.append("--headless")
+    """Start the keeper and wait for its record (we hold the join lock meanwhile).
+
+    The conventional ports first (7233 gRPC, 8233 UI) when they look free; if
+    another process takes one meanwhile, Temporal fails to bind and we start
+    again on free ports.
+    """
+    grpc_port = _preferred(CONVENTIONAL_GRPC_PORT)
+    ui_port = _preferred(CONVENTIONAL_UI_PORT) if ui else None
+    try:
+        return await _run_keeper(directory, namespace, grpc_port, ui_port, timeout_s)
+    except _TemporalFailed:
+        if grpc_port != CONVENTIONAL_GRPC_PORT and ui_port != CONVENTIONAL_UI_PORT:
+            raise
+        logger.info("conventional Temporal ports taken meanwhile; using free ports")
+        ui_port = free_port() if ui else None
+        return await _run_keeper(directory, namespace, free_port(), ui_port, timeout_s)
+
+
+class _TemporalFailed(RuntimeError):
+    """The keeper ran but Temporal did not come up (a port race, a broken database)."""
+
+
+async def _run_keeper(
+    directory: Path, namespace: str, grpc_port: int, ui_port: int | None, timeout_s: float
+) -> EmbeddedServer:
+    http_port = free_port()
+    command = start_dev_command(
+        directory, port=grpc_port, ui_port=ui_port, namespace=namespace, http_port=http_port
+    )
+    args = [sys.executable, "-P", keeper_script.__file__, str(directory)]
+    args += ["--namespace", namespace, "--address", f"127.0.0.1:{grpc_port}"]
+    args += ["--http-url", f"http://127.0.0.1:{http_port}", "--linger", str(linger_s())]
+    args += ["--ui-url", f"http://127.0.0.1:{ui_port}"] if ui_port else []
     with open(directory / KEEPER_LOG, "ab") as log:
         keeper = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            [*args, "--", *command],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
         )
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -213,13 +245,28 @@ async def _start_keeper(
         if server is not None and server.keeper_pid == keeper.pid:
             return server
         if keeper.poll() is not None:
-            raise RuntimeError(
-                f"The embedded Temporal did not start (exit {keeper.returncode}); "
-                f"see {directory / KEEPER_LOG} and {directory / 'temporal-dev-server.log'}"
+            failure = (
+                _TemporalFailed
+                if keeper.returncode == keeper_script.TEMPORAL_FAILED
+                else RuntimeError
+            )
+            raise failure(
+                f"The embedded Temporal did not start (keeper exit {keeper.returncode}); "
+                f"see {directory / KEEPER_LOG} and {directory / TEMPORAL_LOG}"
             )
         await asyncio.sleep(_POLL_S)
     keeper.terminate()
     raise TimeoutError(f"The embedded Temporal did not answer in {timeout_s}s; see {directory}")
+
+
+def _preferred(port: int) -> int:
+    """``port`` if nothing listens on it (nor holds it bound), else a free one."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return free_port()
+    return port
 
 
 def _nothing_running(directory: Path) -> str:

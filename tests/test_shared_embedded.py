@@ -37,7 +37,8 @@ def temporal_pids(data_dir: Path) -> list[int]:
             continue
         with contextlib.suppress(OSError):
             argv = (entry / "cmdline").read_bytes().split(b"\0")
-            if b"start-dev" in argv and database.encode() in argv:
+            temporal = Path(argv[0].decode()).name == "temporal"
+            if temporal and b"start-dev" in argv and database.encode() in argv:
                 found.append(int(entry.name))
     return found
 
