@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,7 @@ from fastmcp_temporal.server.embedded import EmbeddedServer
 
 logger = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "default"
+_OS_MESSAGE = re.compile(r'message: "([^"]+)"')
 #: Embedded servers (by keeper PID) this process has logged its start-up line for.
 _announced: set[int] = set()
 
@@ -107,15 +109,25 @@ async def connect(
             "No Temporal address: set TEMPORAL_ADDRESS (or a temporal.toml profile) "
             "or pass --address"
         )
-    return await Client.connect(
-        settings.address,
-        namespace=settings.namespace,
-        api_key=settings.api_key,
-        tls=settings.tls,
-        rpc_metadata=dict(settings.rpc_metadata),
-        data_converter=data_converter,
-        plugins=list(plugins),
-    )
+    try:
+        return await Client.connect(
+            settings.address,
+            namespace=settings.namespace,
+            api_key=settings.api_key,
+            tls=settings.tls,
+            rpc_metadata=dict(settings.rpc_metadata),
+            data_converter=data_converter,
+            plugins=list(plugins),
+        )
+    except RuntimeError as err:  # temporalio's "Failed client connect: <transport error>"
+        reason = _OS_MESSAGE.search(str(err))
+        detail = reason.group(1) if reason else str(err)
+        where = settings.describe()
+        raise TemporalUnreachable(f"Cannot reach Temporal at {where}: {detail}") from err
+
+
+class TemporalUnreachable(ConnectionError):
+    """``Client.connect`` failed: the address is wrong, or nothing listens there."""
 
 
 async def connect_or_join(
@@ -125,14 +137,16 @@ async def connect_or_join(
     data_dir: str | Path | None,
     start: bool,
     ui: bool = True,
+    announce: bool = True,
     data_converter: DataConverter,
     plugins: Sequence[Plugin] = (),
 ) -> tuple[Client, EmbeddedServer | None]:
     """Connect to the configured address, else join the data directory's embedded server.
 
     Joining holds a share of the embedded server until ``stack`` closes; only
-    ``start=True`` (the extension) may start it. The first join of an address in
-    a process logs the one line that says where it is and how to look at it.
+    ``start=True`` (the extension) may start it. With ``announce``, the first
+    join of a server in a process logs the one line that says where it is and
+    how to look at it (the ``tasks`` command keeps its output to the answer).
     """
     server: EmbeddedServer | None = None
     if settings.address is None:
@@ -140,7 +154,7 @@ async def connect_or_join(
         stack.callback(lease.release)
         server = lease.server
         settings = settings.for_embedded(server.address)
-        if server.keeper_pid not in _announced:
+        if announce and server.keeper_pid not in _announced:
             _announced.add(server.keeper_pid)
             logger.warning(server.hint())
     client = await connect(settings, data_converter=data_converter, plugins=plugins)
@@ -180,6 +194,7 @@ def exit_now(code: int) -> int:
     was used (``PyGILState_Release``, temporalio/sdk-python#300): an operator's
     ``tasks list`` or a worker's clean SIGTERM must not exit with a core dump.
     """
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # a closed pipe has nothing left to flush to
+            stream.flush()
     os._exit(code)
