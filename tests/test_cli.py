@@ -14,11 +14,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fastmcp import Client, FastMCP
+from fastmcp_tasks import call_tool_task
 
+from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server import embedded
 from fastmcp_temporal.server.embedded import EmbeddedServer
 from fastmcp_temporal.testing import shared_temporal
-from tests.processes.running import BIN, ROOT
+from tests.processes.running import BIN, ROOT, Process
 
 WORKER_SERVER = str(ROOT / "examples" / "demo_server.py")
 
@@ -80,6 +83,51 @@ async def test_tasks_joins_the_embedded_server_of_the_data_dir(tmp_path: Path) -
         closed = await asyncio.to_thread(closed_pipe, tmp_path)
         assert_one_line_failure(closed, "broken pipe")
         assert embedded.running(tmp_path / ".fastmcp-temporal") == server
+
+
+JOINING_SERVER = """
+from fastmcp import FastMCP
+from fastmcp_temporal import TemporalTasks
+
+mcp = FastMCP("joined")
+mcp.add_extension(TemporalTasks())
+
+
+@mcp.tool(task=True)
+async def shout(text: str) -> str:
+    return text.upper()
+"""
+
+
+async def test_a_worker_joins_the_embedded_server_of_its_folder(tmp_path: Path) -> None:
+    """``fastmcp-temporal worker`` with nothing configured runs the legs of a front end."""
+    (tmp_path / "server.py").write_text(JOINING_SERVER)
+    data_dir = tmp_path / ".fastmcp-temporal"
+    front = FastMCP("joined")
+    front.add_extension(TemporalTasks(data_dir=data_dir, run_worker=False, ui=False))
+
+    @front.tool(task=True)
+    async def shout(text: str) -> str:
+        raise AssertionError("the front end runs no legs")
+
+    async with Client(front) as client:
+        server = embedded.running(data_dir)
+        assert server is not None
+        worker = Process(
+            "worker",
+            [str(BIN / "fastmcp-temporal"), "worker", "server.py"],
+            {"TEMPORAL_ADDRESS": ""},
+            tmp_path / "worker.log",
+            cwd=tmp_path,
+        )
+        try:
+            await worker.wait_for_output("fastmcp-temporal worker ready")
+            task = await call_tool_task(client, "shout", {"text": "joined"})
+            final = await task.wait(timeout=60)
+        finally:
+            worker.stop()
+    assert final.result is not None and final.result["structuredContent"] == {"result": "JOINED"}
+    assert f"embedded Temporal at {server.address}" in worker.output(), "joined, not started"
 
 
 def closed_pipe(cwd: Path) -> subprocess.CompletedProcess[str]:
