@@ -153,6 +153,13 @@ async def connect_or_join(
         lease = await embedded.join(data_dir, start=start, ui=ui, namespace=settings.namespace)
         stack.callback(lease.release)
         server = lease.server
+        if settings.namespace not in (server.namespace, DEFAULT_NAMESPACE):
+            served = " and ".join(repr(n) for n in sorted({server.namespace, DEFAULT_NAMESPACE}))
+            raise ValueError(
+                f"The embedded Temporal in {server.data_dir} serves {served}, not "
+                f"{settings.namespace!r}: use the namespace of the process that started "
+                "it, or another data directory"
+            )
         settings = settings.for_embedded(server.address)
         if announce and server.keeper_pid not in _announced:
             _announced.add(server.keeper_pid)

@@ -65,7 +65,7 @@ async def test_kill_9_the_worker_with_20_tasks_mid_leg(
 
 
 async def test_kill_and_restart_the_mcp_server_mid_flight(tmp_path: Path) -> None:
-    """The server owns its embedded Temporal; a new process on the same data dir resumes all."""
+    """A new process on the same data dir (and its embedded Temporal) resumes every task."""
     url, args = _restartable_server(tmp_path)
     server = spawn(*args)
     try:

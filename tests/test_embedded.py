@@ -19,6 +19,7 @@ from fastmcp import Client, FastMCP
 
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.server import embedded, wire_production
+from fastmcp_temporal.testing import shared_temporal
 from tests.helpers import eventually
 
 
@@ -127,3 +128,14 @@ async def test_wire_production_is_refcounted_and_inert_for_other_results(
         )
     assert not wire_production.installed()
     assert mcp_types.methods.serialize_server_result is stock
+
+
+async def test_a_joiner_asking_for_another_namespace_is_told_which_one_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with shared_temporal(tmp_path, ui=False) as server:
+        monkeypatch.setenv("TEMPORAL_NAMESPACE", "elsewhere")
+        with pytest.raises(Exception, match="serves 'default', not 'elsewhere'"):
+            async with Client(echo_server(TemporalTasks(data_dir=tmp_path))):
+                pass
+        assert embedded.running(tmp_path) == server, "the failed joiner changed nothing"
