@@ -100,7 +100,6 @@ class EmbeddedLease:
     """One user's share of the embedded server: the server lives while a lease does."""
 
     server: EmbeddedServer
-    started: bool
     _users: IO[bytes] | None
 
     def release(self) -> None:
@@ -137,7 +136,6 @@ async def join(
         try:
             await _flock(users, fcntl.LOCK_SH)
             server = running(directory)
-            started = server is None
             if server is None:
                 if not start:
                     raise NoEmbeddedServer(_nothing_running(directory))
@@ -146,7 +144,7 @@ async def join(
             users.close()
             raise
         # join_lock is released when the file closes, after our shared lock is held.
-    return EmbeddedLease(server, started, users)
+    return EmbeddedLease(server, users)
 
 
 def running(directory: Path) -> EmbeddedServer | None:
