@@ -8,6 +8,7 @@ that keeps a ``CreateTaskResult`` intact.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -139,3 +140,14 @@ async def test_a_joiner_asking_for_another_namespace_is_told_which_one_runs(
             async with Client(echo_server(TemporalTasks(data_dir=tmp_path))):
                 pass
         assert embedded.running(tmp_path) == server, "the failed joiner changed nothing"
+
+
+async def test_concurrent_joins_start_one_server(tmp_path: Path) -> None:
+    """Joiners racing on a fresh data directory: the join lock lets one start it."""
+    leases = await asyncio.gather(*(embedded.join(tmp_path, ui=False) for _ in range(3)))
+    try:
+        assert len({lease.server for lease in leases}) == 1
+        assert embedded.keeper_alive(tmp_path)
+    finally:
+        for lease in leases:
+            lease.release()
