@@ -19,6 +19,7 @@ it -- workers and the ``tasks`` command refuse when none is running.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import logging
 import os
@@ -152,6 +153,9 @@ async def connect_or_join(
     if settings.address is None:
         lease = await embedded.join(data_dir, start=start, ui=ui, namespace=settings.namespace)
         stack.callback(lease.release)
+        if start:  # a process that may start the server restarts it if its keeper dies
+            watchdog = asyncio.create_task(lease.keep_alive(ui=ui, namespace=settings.namespace))
+            stack.callback(watchdog.cancel)
         server = lease.server
         if settings.namespace not in (server.namespace, DEFAULT_NAMESPACE):
             served = " and ".join(repr(n) for n in sorted({server.namespace, DEFAULT_NAMESPACE}))

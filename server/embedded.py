@@ -108,6 +108,48 @@ class EmbeddedLease:
         if users is not None:
             users.close()  # closing the last descriptor releases the flock
 
+    async def keep_alive(self, *, ui: bool, namespace: str, interval_s: float = 0.5) -> None:
+        """While held: if the keeper dies (``kill -9``), restart the server at its address.
+
+        Temporal dies with its keeper, so without this every user would lose it.
+        The first user to notice takes the join lock and starts a new keeper on
+        the same ports (once the old ``temporal`` has let go of them); the
+        others find its record. Clients reconnect to the same address by
+        themselves, and the SQLite file brings every task back.
+        """
+        directory = Path(self.server.data_dir)
+        while self._users is not None:
+            await asyncio.sleep(interval_s)
+            if keeper_alive(directory):
+                continue
+            try:
+                server = await self._restart(directory, ui, namespace)
+            except Exception:
+                logger.exception("fastmcp-temporal: could not restart the embedded Temporal")
+                continue
+            if server.address != self.server.address:
+                logger.error(
+                    "fastmcp-temporal: the embedded Temporal moved to %s (its port was taken); "
+                    "restart this process to follow it",
+                    server.address,
+                )
+            self.server = server
+
+    async def _restart(self, directory: Path, ui: bool, namespace: str) -> EmbeddedServer:
+        """Under the join lock: the record another user's restart wrote, or a new keeper."""
+        with open(directory / keeper_script.JOIN_LOCK, "ab") as join_lock:
+            await _flock(join_lock, fcntl.LOCK_EX)
+            server = running(directory)
+            if server is not None:
+                return server
+            await _until_gone(self.server.temporal_pid)
+            ports = (_port_of(self.server.address), _port_of(self.server.ui_url))
+            server = await _start_keeper(directory, ui, namespace, 60.0, ports=ports)
+        logger.warning(
+            "fastmcp-temporal: the embedded Temporal's keeper died; restarted at %s", server.address
+        )
+        return server
+
 
 def data_directory(data_dir: str | Path | None) -> Path:
     return Path(data_dir or DEFAULT_DATA_DIR).resolve()
@@ -194,20 +236,27 @@ async def _flock(file: IO[bytes], operation: int) -> None:
 
 
 async def _start_keeper(
-    directory: Path, ui: bool, namespace: str, timeout_s: float
+    directory: Path,
+    ui: bool,
+    namespace: str,
+    timeout_s: float,
+    *,
+    ports: tuple[int | None, int | None] = (CONVENTIONAL_GRPC_PORT, CONVENTIONAL_UI_PORT),
 ) -> EmbeddedServer:
     """Start the keeper and wait for its record (we hold the join lock meanwhile).
 
-    The conventional ports first (7233 gRPC, 8233 UI) when they look free; if
-    another process takes one meanwhile, Temporal fails to bind and we start
-    again on free ports.
+    The wanted ports first (7233 gRPC, 8233 UI; a restart's previous ones) when
+    they look free; if another process takes one meanwhile, Temporal fails to
+    bind and we start again on free ports.
     """
-    grpc_port = _preferred(CONVENTIONAL_GRPC_PORT)
-    ui_port = _preferred(CONVENTIONAL_UI_PORT) if ui else None
+    wanted_grpc = ports[0] or CONVENTIONAL_GRPC_PORT
+    wanted_ui = ports[1] or CONVENTIONAL_UI_PORT
+    grpc_port = _preferred(wanted_grpc)
+    ui_port = _preferred(wanted_ui) if ui else None
     try:
         return await _run_keeper(directory, namespace, grpc_port, ui_port, timeout_s)
     except _TemporalFailed:
-        if grpc_port != CONVENTIONAL_GRPC_PORT and ui_port != CONVENTIONAL_UI_PORT:
+        if grpc_port != wanted_grpc and ui_port != wanted_ui:
             raise
         logger.info("conventional Temporal ports taken meanwhile; using free ports")
         ui_port = free_port() if ui else None
@@ -257,9 +306,34 @@ async def _run_keeper(
     raise TimeoutError(f"The embedded Temporal did not answer in {timeout_s}s; see {directory}")
 
 
+def _port_of(address: str | None) -> int | None:
+    """``127.0.0.1:7233`` or ``http://127.0.0.1:8233`` -> the port."""
+    if address is None:
+        return None
+    return int(address.rsplit(":", 1)[1])
+
+
+async def _until_gone(pid: int, timeout_s: float = 15.0) -> None:
+    """Wait for a process we do not own to exit (a zombie counts as gone: it holds no port)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state == "Z":
+            return
+        await asyncio.sleep(0.1)
+
+
 def _preferred(port: int) -> int:
-    """``port`` if nothing listens on it (nor holds it bound), else a free one."""
+    """``port`` if nothing listens on it (nor holds it bound), else a free one.
+
+    Probed with ``SO_REUSEADDR`` as Temporal (Go) binds: connections of a server
+    that just stopped linger in TIME_WAIT and must not push a restart elsewhere.
+    """
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

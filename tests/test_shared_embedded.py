@@ -141,3 +141,32 @@ async def test_kill_9_of_the_starter_keeps_the_other_working_and_loses_no_task(
     assert waiting.status == "working", "the killed server's task waits for its worker"
     assert finished.status == "completed" and finished.result is not None
     assert finished.result["structuredContent"] == {"result": "mine rested on starter"}
+
+
+async def test_kill_9_of_the_keeper_restarts_temporal_at_the_same_address(tmp_path: Path) -> None:
+    """Temporal dies with its keeper; a user restarts both, and the SQLite file keeps every task."""
+    async with servers(tmp_path, "first", "second") as (first, second):
+        before = embedded.EmbeddedServer.read(first.data_dir)
+        assert before is not None
+        async with Client(first.url) as on_first:
+            first_task = await call_tool_task(on_first, "nap", {"seconds": 0, "tag": "a"})
+            earlier = await first_task.wait(timeout=60)
+            created = await call_tool_task(on_first, "nap", {"seconds": 0, "tag": "b"})
+            await created.wait(timeout=60)
+        os.kill(before.keeper_pid, signal.SIGKILL)
+
+        def restarted() -> bool:
+            now = embedded.EmbeddedServer.read(first.data_dir)
+            return now is not None and now.keeper_pid != before.keeper_pid
+
+        await until(restarted, timeout=60)
+        after = embedded.EmbeddedServer.read(first.data_dir)
+        assert after is not None and after.address == before.address
+        assert temporal_pids(first.data_dir) == [after.temporal_pid]
+        async with Client(second.url) as on_second:
+            fresh = await call_tool_task(on_second, "nap", {"seconds": 0, "tag": "c"})
+            done = await fresh.wait(timeout=60)
+            kept = await ToolTask(on_second, "nap", created.create_result).status()
+    assert earlier.status == "completed" and done.status == "completed"
+    assert kept.status == "completed", "the task from before the restart is still there"
+    await until(lambda: not temporal_pids(first.data_dir))
