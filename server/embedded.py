@@ -24,7 +24,9 @@ kernel SIGTERMs if the keeper dies) and stops it when it can take the users
 file exclusively, i.e. when the last user is gone, after a short linger so a
 restart or the next test's lifespan reuses it (``FASTMCP_TEMPORAL_EMBEDDED_LINGER``
 seconds, default 3). Killing the process that started it changes nothing for
-the others: the keeper is not its child in any way that matters.
+the others: the keeper is not its child in any way that matters. Killing the
+keeper takes Temporal with it; the extension's processes restart both on the
+same ports (``EmbeddedLease.keep_alive``).
 """
 
 from __future__ import annotations
