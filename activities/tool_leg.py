@@ -44,6 +44,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.activities.input_capabilities import missing_capability_error, undeclared
 from fastmcp_temporal.activities.progress import LegProgress
 from fastmcp_temporal.activities.steps import StepCheckpoint
 from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
@@ -137,7 +138,11 @@ class ToolLegActivity:
                     logger.error("Task %s: %s", request.task_id, err)
                     return _error_outcome(mcp_types.INTERNAL_ERROR, str(err))
                 return _result_outcome(_error_result(_masked_message(owner, local_name, err)))
-        return self._within_payload_limit(_outcome_from(result))
+        outcome = _outcome_from(result)
+        missing = undeclared(outcome.input_requests or {}, request.caller.client_capabilities)
+        if missing:
+            return LegOutcome(kind="error", error=missing_capability_error(local_name, missing))
+        return self._within_payload_limit(outcome)
 
     def _within_payload_limit(self, outcome: LegOutcome) -> LegOutcome:
         """Fail a too-large outcome now, once, instead of leg retries that cannot succeed."""

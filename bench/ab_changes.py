@@ -60,7 +60,7 @@ async def main() -> None:
     async with Client(server) as client:
         engine = extension.engine
         assert extension.dev_server is not None
-        dev = extension.dev_server.process.pid
+        dev = extension.dev_server.temporal_pid
         task = await call_tool_task(client, "echo", {"text": "x"})
         await task.wait()
         workflow_id = workflow_id_for(task.task_id, None)

@@ -306,7 +306,7 @@ async def main(n: int, concurrencies: list[int], poll_ms: int, rounds: int) -> N
         )
         ours = await stack.enter_async_context(Client(echo_server(extension)))
         assert extension.dev_server is not None
-        dev_pid = extension.dev_server.process.pid
+        dev_pid = extension.dev_server.temporal_pid
         systems = [
             System(OURS, *mcp_task_calls(ours, "echo"), lambda: dev_pid),
             System(OURS_LOCAL, *mcp_task_calls(ours, "echo_local"), lambda: dev_pid),

@@ -72,7 +72,7 @@ async def main(n: int, concurrency: int, sample: int) -> None:
         parked_s = time.perf_counter() - began
         await asyncio.sleep(5)  # let the worker settle (cache, GC)
         assert extension.dev_server is not None
-        rss_after, rss_server = rss_mb(), rss_mb(extension.dev_server.process.pid)
+        rss_after, rss_server = rss_mb(), rss_mb(extension.dev_server.temporal_pid)
         latencies = []
         for task in random.sample(ids, min(sample, len(ids))):
             start = time.perf_counter()

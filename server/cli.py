@@ -10,12 +10,21 @@ Each subcommand lives in the module of its concern and registers itself here.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
+from temporalio.exceptions import ApplicationError
+
 from fastmcp_temporal.server import codec_server, operations, worker
+from fastmcp_temporal.server.connection import TemporalUnreachable, exit_now
+from fastmcp_temporal.server.embedded import NoEmbeddedServer
 
 Handler = Callable[[argparse.Namespace], int]
+DEBUG_ENV = "FASTMCP_TEMPORAL_DEBUG"
+#: Errors whose message says it all (no type name in front).
+_SELF_EXPLAINING = (NoEmbeddedServer, TemporalUnreachable, ApplicationError, ValueError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,9 +39,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a subcommand; what goes wrong is one line on stderr and exit 1, never a traceback.
+
+    ``FASTMCP_TEMPORAL_DEBUG=1`` re-raises instead, for bug reports.
+    """
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
-    return handler(args)
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return exit_now(130)
+    except BrokenPipeError:
+        # The reader went away (`... | head`): stop writing to it, say so once.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return _fail(args, "output closed early (broken pipe)")
+    except Exception as err:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        return _fail(args, one_line(err))
+
+
+def one_line(err: BaseException) -> str:
+    """The innermost cause, as one line: an exception group's first leaf, its message."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if isinstance(err, _SELF_EXPLAINING) else f"{type(err).__name__}: {text}"
+
+
+def _fail(args: argparse.Namespace, message: str) -> int:
+    with contextlib.suppress(OSError):
+        print(f"fastmcp-temporal {args.command}: {message}", file=sys.stderr)
+    return exit_now(1)
 
 
 if __name__ == "__main__":

@@ -11,16 +11,19 @@ export TEMPORAL_API_KEY=...            # Temporal Cloud with an API key (TLS imp
 profiles as the ``temporal`` CLI and every Temporal SDK, so a platform team
 configures fastmcp-temporal like any other Temporal application. Arguments of
 ``TemporalTasks(...)`` or of the ``fastmcp-temporal`` command override them
-field by field. With no address anywhere, the extension starts its embedded dev
-server (workers and the ``tasks`` command refuse instead: they must join one).
+field by field. With no address anywhere, every process joins the embedded dev
+server of its data directory (see ``embedded``); only the extension may start
+it -- workers and the ``tasks`` command refuse when none is running.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,10 +35,14 @@ from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.service import TLSConfig
 
-from fastmcp_temporal.server.devserver import DevServer
+from fastmcp_temporal.server import embedded
+from fastmcp_temporal.server.embedded import EmbeddedServer
 
 logger = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "default"
+_OS_MESSAGE = re.compile(r'message: "([^"]+)"')
+#: Embedded servers (by keeper PID) this process has logged its start-up line for.
+_announced: set[int] = set()
 
 
 @dataclass(frozen=True)
@@ -103,25 +110,66 @@ async def connect(
             "No Temporal address: set TEMPORAL_ADDRESS (or a temporal.toml profile) "
             "or pass --address"
         )
-    return await Client.connect(
-        settings.address,
-        namespace=settings.namespace,
-        api_key=settings.api_key,
-        tls=settings.tls,
-        rpc_metadata=dict(settings.rpc_metadata),
-        data_converter=data_converter,
-        plugins=list(plugins),
-    )
+    try:
+        return await Client.connect(
+            settings.address,
+            namespace=settings.namespace,
+            api_key=settings.api_key,
+            tls=settings.tls,
+            rpc_metadata=dict(settings.rpc_metadata),
+            data_converter=data_converter,
+            plugins=list(plugins),
+        )
+    except RuntimeError as err:  # temporalio's "Failed client connect: <transport error>"
+        reason = _OS_MESSAGE.search(str(err))
+        detail = reason.group(1) if reason else str(err)
+        where = settings.describe()
+        raise TemporalUnreachable(f"Cannot reach Temporal at {where}: {detail}") from err
 
 
-async def start_embedded(
-    stack: contextlib.AsyncExitStack, data_dir: Path | None, ui: bool, namespace: str
-) -> DevServer:
-    """The embedded dev server, stopped (by PID) when ``stack`` closes."""
-    dev = await DevServer.start(data_dir=data_dir, ui=ui, namespace=namespace)
-    stack.callback(dev.stop)
-    logger.warning("fastmcp-temporal: embedded Temporal at %s, Web UI %s", dev.address, dev.ui_url)
-    return dev
+class TemporalUnreachable(ConnectionError):
+    """``Client.connect`` failed: the address is wrong, or nothing listens there."""
+
+
+async def connect_or_join(
+    stack: contextlib.AsyncExitStack,
+    settings: ConnectionSettings,
+    *,
+    data_dir: str | Path | None,
+    start: bool,
+    ui: bool = True,
+    announce: bool = True,
+    data_converter: DataConverter,
+    plugins: Sequence[Plugin] = (),
+) -> tuple[Client, EmbeddedServer | None]:
+    """Connect to the configured address, else join the data directory's embedded server.
+
+    Joining holds a share of the embedded server until ``stack`` closes; only
+    ``start=True`` (the extension) may start it. With ``announce``, the first
+    join of a server in a process logs the one line that says where it is and
+    how to look at it (the ``tasks`` command keeps its output to the answer).
+    """
+    server: EmbeddedServer | None = None
+    if settings.address is None:
+        lease = await embedded.join(data_dir, start=start, ui=ui, namespace=settings.namespace)
+        stack.callback(lease.release)
+        if start:  # a process that may start the server restarts it if its keeper dies
+            watchdog = asyncio.create_task(lease.keep_alive(ui=ui, namespace=settings.namespace))
+            stack.callback(watchdog.cancel)
+        server = lease.server
+        if settings.namespace not in (server.namespace, DEFAULT_NAMESPACE):
+            served = " and ".join(repr(n) for n in sorted({server.namespace, DEFAULT_NAMESPACE}))
+            raise ValueError(
+                f"The embedded Temporal in {server.data_dir} serves {served}, not "
+                f"{settings.namespace!r}: use the namespace of the process that started "
+                "it, or another data directory"
+            )
+        settings = settings.for_embedded(server.address)
+        if announce and server.keeper_pid not in _announced:
+            _announced.add(server.keeper_pid)
+            logger.warning(server.hint())
+    client = await connect(settings, data_converter=data_converter, plugins=plugins)
+    return client, server
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -133,6 +181,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--namespace", help="Temporal namespace (TEMPORAL_NAMESPACE)")
     group.add_argument("--profile", help="profile in temporal.toml (TEMPORAL_PROFILE)")
     group.add_argument("--config-file", help="temporal.toml to read (TEMPORAL_CONFIG_FILE)")
+    group.add_argument(
+        "--data-dir",
+        help="without an address: join the embedded Temporal of this data directory "
+        "(FASTMCP_TEMPORAL_DATA_DIR, default .fastmcp-temporal)",
+    )
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
@@ -152,6 +205,7 @@ def exit_now(code: int) -> int:
     was used (``PyGILState_Release``, temporalio/sdk-python#300): an operator's
     ``tasks list`` or a worker's clean SIGTERM must not exit with a core dump.
     """
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # a closed pipe has nothing left to flush to
+            stream.flush()
     os._exit(code)

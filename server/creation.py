@@ -113,6 +113,8 @@ def capture_caller(context: Context) -> CallerSnapshot:
     except RuntimeError:
         session_id = None
     log_level_key, log_level = _compat.session_log_level(context)
+    capabilities = _declared_capabilities(context)
+    extensions = capabilities.get("extensions")
     return CallerSnapshot(
         access_token_json=token.model_dump_json() if token is not None else None,
         http_headers=headers or None,
@@ -122,24 +124,24 @@ def capture_caller(context: Context) -> CallerSnapshot:
         ),
         log_level_key=log_level_key,
         log_level=log_level,
-        client_extensions=_declared_extensions(context),
+        client_extensions=sorted(extensions) if isinstance(extensions, dict) else [],
+        client_capabilities=capabilities,
         scope=task_scope(),
     )
 
 
-def _declared_extensions(context: Context) -> list[str]:
-    """Extensions the client declared: per request on 2026-07-28, else at initialize."""
+def _declared_capabilities(context: Context) -> dict[str, Any]:
+    """What the client declared: per request on 2026-07-28, else at initialize."""
     request_context = context.request_context
     meta = request_context.meta if request_context is not None else None
     capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY) if meta else None
-    if isinstance(capabilities, dict) and isinstance(capabilities.get("extensions"), dict):
-        return sorted(capabilities["extensions"])
+    if isinstance(capabilities, dict):
+        return capabilities
     try:
-        params = context.session.client_params
+        declared = context.session.client_params.capabilities  # type: ignore[union-attr]
     except (RuntimeError, AttributeError):
-        return []
-    extensions = getattr(getattr(params, "capabilities", None), "extensions", None)
-    return sorted(extensions or {})
+        return {}
+    return declared.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 async def create_task(

@@ -65,6 +65,35 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def start_dev_command(
+    directory: Path,
+    *,
+    port: int,
+    ui_port: int | None,
+    namespace: str = "default",
+    in_memory: bool = False,
+    search_attributes: bool = True,
+    http_port: int | None = None,
+) -> list[str]:
+    """The ``temporal server start-dev`` command line (``ui_port`` None: headless)."""
+    args = [temporal_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
+    args += ["--namespace", namespace, "--log-level", "warn"]
+    if http_port is not None:
+        args += ["--http-port", str(http_port)]
+    if not in_memory:
+        args += ["--db-filename", str(directory / "temporal.sqlite")]
+        for pragma in _SQLITE_PRAGMAS:
+            args += ["--sqlite-pragma", pragma]
+    if ui_port is not None:
+        args += ["--ui-port", str(ui_port), "--ui-disable-news-fetch"]
+    else:
+        args.append("--headless")
+    if search_attributes:
+        for spec in SEARCH_ATTRIBUTE_SPECS:
+            args += ["--search-attribute", spec]
+    return args
+
+
 @dataclass
 class DevServer:
     """A running ``temporal server start-dev`` process."""
@@ -92,34 +121,17 @@ class DevServer:
         directory = (data_dir or DEFAULT_DATA_DIR).resolve()
         directory.mkdir(parents=True, exist_ok=True)
         port = port or free_port()
-        args = [
-            temporal_binary(),
-            "server",
-            "start-dev",
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--namespace",
-            namespace,
-            "--log-level",
-            "warn",
-        ]
-        if not in_memory:
-            args += ["--db-filename", str(directory / "temporal.sqlite")]
-            for pragma in _SQLITE_PRAGMAS:
-                args += ["--sqlite-pragma", pragma]
-        ui_url: str | None = None
-        if ui:
-            ui_port = ui_port or free_port()
-            args += ["--ui-port", str(ui_port), "--ui-disable-news-fetch"]
-            ui_url = f"http://127.0.0.1:{ui_port}"
-        else:
-            args.append("--headless")
-        if search_attributes:
-            for spec in SEARCH_ATTRIBUTE_SPECS:
-                args += ["--search-attribute", spec]
+        ui_port = (ui_port or free_port()) if ui else None
+        args = start_dev_command(
+            directory,
+            port=port,
+            ui_port=ui_port,
+            namespace=namespace,
+            in_memory=in_memory,
+            search_attributes=search_attributes,
+        )
         args += extra_args or []
+        ui_url = f"http://127.0.0.1:{ui_port}" if ui_port else None
         log_path = directory / "temporal-dev-server.log"
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
@@ -138,8 +150,8 @@ class DevServer:
         except BaseException:
             server.stop()
             raise
-        logger.info(
-            "Embedded Temporal dev server at %s (UI %s, data %s)",
+        logger.debug(
+            "Temporal dev server at %s (UI %s, data %s)",
             server.address,
             server.ui_url or "off",
             directory,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -62,7 +63,8 @@ from fastmcp_temporal.activities.progress import (
 from fastmcp_temporal.server import connection, mrtr, scope, telemetry, wire_production
 from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.creation import create_task
-from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR, DevServer
+from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR
+from fastmcp_temporal.server.embedded import EmbeddedServer
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.payload_store import PayloadStoreSettings, with_payload_storage
 from fastmcp_temporal.server.payload_sweep import sweeping
@@ -103,7 +105,10 @@ class TemporalTasks(ServerExtension):
         namespace: Temporal namespace (default ``TEMPORAL_NAMESPACE`` or ``default``).
         api_key, tls, profile: Temporal Cloud / TLS settings and the
             ``temporal.toml`` profile; they override ``temporalio.envconfig``.
-        task_queue: Queue the task workflows and tool legs run on.
+        task_queue: Queue the task workflows and tool legs run on. Default
+            ``mcp-tasks``; on the shared embedded server ``mcp-tasks-<server
+            name>``, so two different servers started from one folder never
+            run each other's legs (replicas of one server still share it).
         ttl_ms: Reported ``ttlMs``: how long a task stays readable; a task still
             running at its TTL is ended (see ``starter``).
         tools: Per-tool ``ToolOptions`` (``ttl_ms``, the legs' ``task_queue``).
@@ -152,7 +157,7 @@ class TemporalTasks(ServerExtension):
         *,
         address: str | None = None,
         namespace: str | None = None,
-        task_queue: str = DEFAULT_TASK_QUEUE,
+        task_queue: str | None = None,
         ttl_ms: int = DEFAULT_TTL_MS,
         run_worker: bool | None = None,
         client: Client | None = None,
@@ -213,7 +218,7 @@ class TemporalTasks(ServerExtension):
         self._worker_options = dict(worker_options or {})
         self._versioning = versioning
         self._engine: TaskEngine | None = None
-        self._dev_server: DevServer | None = None
+        self._dev_server: EmbeddedServer | None = None
 
     def clone(self) -> TemporalTasks:
         """A copy for another server; a connected client is shared, never copied."""
@@ -229,20 +234,25 @@ class TemporalTasks(ServerExtension):
         return twin
 
     @property
-    def task_queue(self) -> str:
-        """The queue this extension's task workflows (and, by default, their legs) run on."""
-        return self._task_queue
-
-    @property
     def engine(self) -> TaskEngine:
         if self._engine is None:
             raise MCPError(code=-32603, message="The Temporal tasks extension is not running")
         return self._engine
 
     @property
-    def dev_server(self) -> DevServer | None:
-        """The embedded Temporal dev server, when this extension started one."""
+    def dev_server(self) -> EmbeddedServer | None:
+        """The embedded Temporal this extension uses (started or joined), while it runs."""
         return self._dev_server
+
+    @property
+    def task_queue(self) -> str:
+        """The queue tasks run on (see ``task_queue`` in the class docstring)."""
+        if self._task_queue is not None:
+            return self._task_queue
+        if self._dev_server is None:
+            return DEFAULT_TASK_QUEUE
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.server.name).strip("-")
+        return f"{DEFAULT_TASK_QUEUE}-{name or 'server'}"
 
     def settings(self) -> dict[str, Any]:
         return {}
@@ -364,9 +374,10 @@ class TemporalTasks(ServerExtension):
             else:
                 client = await self._connect(stack, storage)
             versioning = self._worker_versioning()
+            task_queue = self.task_queue
             self._engine = TaskEngine(
                 client,
-                task_queue=self._task_queue,
+                task_queue=task_queue,
                 ttl_ms=self._ttl_ms,
                 query_timeout=self._query_timeout,
                 leg_policy=self._leg_policy,
@@ -379,9 +390,7 @@ class TemporalTasks(ServerExtension):
                 tools=self._tools,
                 scope_secret=scope.resolve_secret(
                     self._scope_secret,
-                    embedded_data_dir=(
-                        (self._data_dir or DEFAULT_DATA_DIR).resolve() if self._dev_server else None
-                    ),
+                    embedded_data_dir=(self._dev_server.data_dir if self._dev_server else None),
                     warn=not self._worker_only and self.server.auth is not None,
                 ),
                 max_payload_bytes=payloads.max_payload_bytes,
@@ -400,7 +409,7 @@ class TemporalTasks(ServerExtension):
                 workflows, activities = await workflow_tool_parts(self.server)
                 worker = Worker(
                     client,
-                    task_queue=self._task_queue,
+                    task_queue=task_queue,
                     plugins=[
                         McpTasksPlugin(
                             self.server,
@@ -426,6 +435,7 @@ class TemporalTasks(ServerExtension):
         connection: Mapping[str, Any] | None = None,
         versioning: WorkerVersioning | None = None,
         payload_store: str | None = None,
+        data_dir: str | Path | None = None,
         **worker_options: Any,
     ) -> None:
         """Make this a worker process (``fastmcp-temporal worker``): it must join a Temporal."""
@@ -433,6 +443,7 @@ class TemporalTasks(ServerExtension):
         self._versioning = versioning or self._versioning
         if payload_store is not None:
             self._payload_options["store"] = payload_store
+        self._data_dir = Path(data_dir) if data_dir is not None else self._data_dir
         self._task_queue = task_queue or self._task_queue
         self._connection |= {k: v for k, v in (connection or {}).items() if v is not None}
         self._worker_options.update(worker_options)
@@ -444,15 +455,20 @@ class TemporalTasks(ServerExtension):
         return self._versioning or WorkerVersioning.resolve()
 
     async def _connect(self, stack: contextlib.AsyncExitStack, storage: ExternalStorage) -> Client:
-        settings = connection.resolve(**self._connection)
-        if settings.address is None and not self._worker_only:
-            self._dev_server = await connection.start_embedded(
-                stack, self._data_dir, self._ui, settings.namespace
-            )
-            stack.callback(setattr, self, "_dev_server", None)
-            settings = settings.for_embedded(self._dev_server.address)
-        return await connection.connect(
-            settings,
+        """The configured Temporal, else the data directory's shared embedded one.
+
+        A worker process (``serve_as_worker``) joins a running embedded server
+        but never starts one: it would die with the worker.
+        """
+        client, self._dev_server = await connection.connect_or_join(
+            stack,
+            connection.resolve(**self._connection),
+            data_dir=self._data_dir,
+            start=not self._worker_only,
+            ui=self._ui,
             data_converter=task_data_converter(self._encryption_key, payload_storage=storage),
             plugins=telemetry.plugins() if self._tracing else (),
         )
+        if self._dev_server is not None:
+            stack.callback(setattr, self, "_dev_server", None)
+        return client

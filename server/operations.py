@@ -25,6 +25,7 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
@@ -186,12 +187,18 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _main(args: argparse.Namespace) -> int:
-    settings = connection.resolve(**connection.overrides_from(args))
     async with contextlib.AsyncExitStack() as stack:
-        payloads = PayloadStoreSettings.resolve(args.payload_store, data_dir=DEFAULT_DATA_DIR)
+        payloads = PayloadStoreSettings.resolve(
+            args.payload_store, data_dir=Path(args.data_dir or DEFAULT_DATA_DIR)
+        )
         storage = await payloads.open(stack)
-        client = await connection.connect(
-            settings, data_converter=task_data_converter(payload_storage=storage)
+        client, _ = await connection.connect_or_join(
+            stack,
+            connection.resolve(**connection.overrides_from(args)),
+            data_dir=args.data_dir,
+            start=False,
+            announce=False,
+            data_converter=task_data_converter(payload_storage=storage),
         )
         try:
             return await _act(client, args)

@@ -13,7 +13,8 @@ Temporal worker serving the server's task tools. It serves no MCP traffic.
 
 Start as many as you like on one task queue: Temporal hands each leg to one of
 them. The Temporal address comes from the environment or ``temporal.toml`` like
-any Temporal app (see ``connection``); a worker never starts a dev server.
+any Temporal app (see ``connection``); without one it joins the embedded
+Temporal of the server's data directory (``--data-dir``), but never starts one.
 
 SIGTERM (or SIGINT) drains it gracefully: it stops polling, gives running legs
 ``--graceful-timeout`` seconds to finish, then cancels the rest, which hand
@@ -76,6 +77,7 @@ async def serve(
     connection_overrides: dict[str, Any] | None = None,
     versioning: WorkerVersioning | None = None,
     payload_store: str | None = None,
+    data_dir: str | None = None,
 ) -> None:
     """Run the worker until SIGTERM/SIGINT, then drain and return."""
     server, extension = await load(spec)
@@ -87,6 +89,7 @@ async def serve(
         versioning=versioning,
         connection=connection_overrides,
         payload_store=payload_store,
+        data_dir=data_dir,
         **options,
     )
     stop = asyncio.Event()
@@ -157,6 +160,7 @@ def _run(args: argparse.Namespace) -> int:
             connection_overrides=connection.overrides_from(args),
             versioning=versioning,
             payload_store=args.payload_store,
+            data_dir=args.data_dir,
         )
     )
     return exit_now(0)

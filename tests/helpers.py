@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastmcp import FastMCP
@@ -76,3 +77,13 @@ async def eventually(predicate: Callable[[], bool], timeout: float = 30) -> None
     while not predicate():
         assert asyncio.get_running_loop().time() < deadline, "condition never became true"
         await asyncio.sleep(0.05)
+
+
+async def declares_elicitation(message: str, response_type: Any, params: Any, context: Any) -> Any:
+    """An ``elicitation_handler`` that only makes a ``Client`` declare ``elicitation``.
+
+    A task asking a client for input it did not declare fails at once, so tests
+    that park tasks must use a client that can answer; they answer through
+    ``tasks/update`` themselves, so this handler is never called.
+    """
+    raise AssertionError(f"tests answer input through tasks/update, not the handler: {message}")

@@ -23,7 +23,7 @@ from temporalio.worker import Worker
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task, update_task
 from fastmcp_temporal.server.devserver import free_port
-from tests.helpers import eventually, front_end, kill, spawn, spawn_worker
+from tests.helpers import declares_elicitation, eventually, front_end, kill, spawn, spawn_worker
 from tests.processes.crash_server import mcp as crash_server
 
 pytestmark = pytest.mark.chaos
@@ -63,7 +63,7 @@ async def test_kill_9_the_worker_with_20_tasks_mid_leg(
 
 
 async def test_kill_and_restart_the_mcp_server_mid_flight(tmp_path: Path) -> None:
-    """The server owns its embedded Temporal; a new process on the same data dir resumes all."""
+    """A new process on the same data dir (and its embedded Temporal) resumes every task."""
     url, args = _restartable_server(tmp_path)
     server = spawn(*args)
     try:
@@ -144,7 +144,7 @@ async def test_restart_the_temporal_server_with_tasks_running_and_parked(
                 return question()  # type: ignore[return-value]
             return "went"
 
-        async with Client(mcp) as mcp_client:
+        async with Client(mcp, elicitation_handler=declares_elicitation) as mcp_client:
             running = [await call_tool_task(mcp_client, "nap", {"seconds": 3}) for _ in range(5)]
             parked = [await call_tool_task(mcp_client, "wait_for_go", {}) for _ in range(5)]
             views = [await t.wait(state="input_required", timeout=30) for t in parked]

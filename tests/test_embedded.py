@@ -8,6 +8,9 @@ that keeps a ``CreateTaskResult`` intact.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
 from pathlib import Path
 
 import httpx
@@ -16,7 +19,17 @@ import pytest
 from fastmcp import Client, FastMCP
 
 from fastmcp_temporal import DevServer, TemporalTasks
-from fastmcp_temporal.server import wire_production
+from fastmcp_temporal.server import embedded, wire_production
+from fastmcp_temporal.testing import shared_temporal
+from tests.helpers import eventually
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return open(f"/proc/{pid}/stat").read().split()[2] != "Z"
 
 
 def echo_server(extension: TemporalTasks) -> FastMCP:
@@ -34,10 +47,11 @@ async def test_no_address_starts_and_stops_an_embedded_dev_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("TEMPORAL_ADDRESS", raising=False)
+    monkeypatch.setenv(embedded.LINGER_ENV, "0")
     extension = TemporalTasks(data_dir=tmp_path, task_queue="embedded")
     async with Client(echo_server(extension)) as client:
         dev = extension.dev_server
-        assert dev is not None and dev.process.poll() is None
+        assert dev is not None and _running(dev.temporal_pid)
         assert (await client.call_tool("echo", {"text": "durable"})).data == "durable"
         assert (tmp_path / "temporal.sqlite").exists()
         assert dev.ui_url is not None
@@ -45,7 +59,29 @@ async def test_no_address_starts_and_stops_an_embedded_dev_server(
             settings = await http.get(f"{dev.ui_url}/api/v1/settings")
         assert settings.status_code == 200
     assert extension.dev_server is None
-    assert dev.process.poll() is not None, "the dev server is stopped with the extension"
+    await eventually(lambda: not _running(dev.temporal_pid) and not _running(dev.keeper_pid))
+    assert embedded.running(tmp_path) is None, "the last user gone: nothing left running"
+
+
+async def test_a_second_lifespan_joins_the_running_server(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """In one process, nested and in a row: one server, one start-up line."""
+    first = TemporalTasks(data_dir=tmp_path, ui=False)
+    second = TemporalTasks(data_dir=tmp_path, ui=False)
+    again = echo_server(second)
+    with caplog.at_level(logging.WARNING, logger="fastmcp_temporal"):
+        async with Client(echo_server(first)):
+            queue, shared = first.task_queue, first.dev_server
+            async with Client(again) as client:
+                assert second.dev_server == shared
+                assert (await client.call_tool("echo", {"text": "joined"})).data == "joined"
+        async with Client(again):
+            assert second.dev_server == shared, "within the linger: reused"
+    hints = [r.message for r in caplog.records if "embedded Temporal at" in r.message]
+    assert len(hints) == 1, hints
+    assert "temporal workflow list" in hints[0] and "TEMPORAL_ADDRESS=127.0.0.1:" in hints[0]
+    assert queue == "mcp-tasks-embedded", "on the embedded server: per server name"
 
 
 async def test_tasks_survive_a_restart_of_the_embedded_server(tmp_path: Path) -> None:
@@ -93,3 +129,25 @@ async def test_wire_production_is_refcounted_and_inert_for_other_results(
         )
     assert not wire_production.installed()
     assert mcp_types.methods.serialize_server_result is stock
+
+
+async def test_a_joiner_asking_for_another_namespace_is_told_which_one_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with shared_temporal(tmp_path, ui=False) as server:
+        monkeypatch.setenv("TEMPORAL_NAMESPACE", "elsewhere")
+        with pytest.raises(Exception, match="serves 'default', not 'elsewhere'"):
+            async with Client(echo_server(TemporalTasks(data_dir=tmp_path))):
+                pass
+        assert embedded.running(tmp_path) == server, "the failed joiner changed nothing"
+
+
+async def test_concurrent_joins_start_one_server(tmp_path: Path) -> None:
+    """Joiners racing on a fresh data directory: the join lock lets one start it."""
+    leases = await asyncio.gather(*(embedded.join(tmp_path, ui=False) for _ in range(3)))
+    try:
+        assert len({lease.server for lease in leases}) == 1
+        assert embedded.keeper_alive(tmp_path)
+    finally:
+        for lease in leases:
+            lease.release()

@@ -27,6 +27,7 @@ from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.server.starter import ToolOptions
 from fastmcp_temporal.workflows.task_workflow import FINAL_MEMO_LIMIT
 from tests.conftest import http_client
+from tests.helpers import declares_elicitation
 from tests.histories.replay import task_replayer
 
 
@@ -211,7 +212,7 @@ async def test_input_required_round_trip_over_http(
             return ask("name", "Who are you?")  # type: ignore[return-value]
         return f"Hello, {got['name']}!"
 
-    async with http_client(mcp) as client:
+    async with http_client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "greet", {})
         parked = await task.wait(state="input_required", timeout=20)
         (key,) = parked.input_requests
@@ -270,7 +271,7 @@ async def test_partial_answers_retire_only_their_keys(
             return mcp_types.InputRequiredResult(input_requests=requests)  # type: ignore[return-value]
         return f"{got['a']}{got['b']}"
 
-    async with Client(mcp) as client:
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "pair", {})
         parked = await task.wait(state="input_required", timeout=20)
         key_a, key_b = sorted(parked.input_requests)
@@ -303,7 +304,7 @@ async def test_racing_updates_start_the_next_leg_exactly_once(
         second_legs.append(got["go"])
         return got["go"]
 
-    async with Client(mcp) as client:
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "once", {})
         (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
         await asyncio.gather(
@@ -330,7 +331,7 @@ async def test_cancel_while_parked_and_later_updates_are_no_ops(
     async def parked(ctx: Context) -> str:
         return ask("q", "?") if not answers(ctx) else "answered"  # type: ignore[return-value]
 
-    async with Client(mcp) as client:
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "parked", {}, raise_on_error=False)
         (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
         await task.cancel()
@@ -354,7 +355,7 @@ async def test_tasks_are_readable_and_answerable_with_no_worker_up(
     async def job(ctx: Context) -> str:
         return ask("ok", "OK?") if not answers(ctx) else "finished"  # type: ignore[return-value]
 
-    async with Client(mcp) as client:
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "job", {})
         polled = await task.status()  # no worker has ever polled this queue
         assert polled.status == "working"
@@ -385,7 +386,7 @@ async def test_local_legs_run_the_same_task_without_activity_tasks(
             return ask("go", "Go?")  # type: ignore[return-value]
         return a + b
 
-    async with Client(mcp) as client:
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "add", {"a": 2, "b": 3})
         (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
         await update_task(

@@ -11,6 +11,7 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
+from tests.helpers import declares_elicitation
 
 
 def question() -> mcp_types.InputRequiredResult:
@@ -36,7 +37,7 @@ async def test_parked_tasks_hold_no_running_activity(
     async def ask(ctx: Context) -> str:
         return question() if not ctx.input_responses else "done"  # type: ignore[return-value]
 
-    async with Client(mcp) as client:
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         tasks = await asyncio.gather(*(call_tool_task(client, "ask", {}) for _ in range(20)))
         await asyncio.gather(*(task.wait(state="input_required", timeout=30) for task in tasks))
         for task in tasks:
@@ -57,7 +58,7 @@ async def test_a_task_parked_past_its_ttl_fails_with_a_clear_message(
     async def ask(ctx: Context) -> str:
         return question() if not ctx.input_responses else "done"  # type: ignore[return-value]
 
-    async with Client(mcp) as client:
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "ask", {}, raise_on_error=False)
         assert task.create_result.ttl_ms == 2000
         await task.wait(state="input_required", timeout=30)

@@ -24,6 +24,7 @@ from fastmcp import Client, Context, FastMCP
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task, update_task
 from fastmcp_temporal.server.engine import workflow_id_for
+from tests.helpers import declares_elicitation
 from tests.processes.browser import chromium_binary, open_page
 from tests.test_lifecycle import ask
 
@@ -90,7 +91,7 @@ async def test_an_operator_finds_and_reads_a_task_through_the_ui_api(
     assert temporal_server.ui_url is not None
     mcp = approval_server(temporal_tasks())
     async with (
-        Client(mcp) as client,
+        Client(mcp, elicitation_handler=declares_elicitation) as client,
         httpx.AsyncClient(base_url=temporal_server.ui_url, timeout=10) as http,
     ):
         task = await call_tool_task(
@@ -187,7 +188,7 @@ async def test_a_namespace_without_the_search_attributes_still_runs_tasks(
     try:
         mcp = approval_server(TemporalTasks(address=bare.address, task_queue="bare"))
         caplog.set_level(logging.WARNING, logger="fastmcp_temporal.server.starter")
-        async with Client(mcp) as client:
+        async with Client(mcp, elicitation_handler=declares_elicitation) as client:
             for _ in range(2):
                 task = await call_tool_task(
                     client, "purge_bucket", {"bucket": "b", "api_token": "t"}

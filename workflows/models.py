@@ -118,6 +118,10 @@ class CallerSnapshot(BaseModel):
     log_level_key: str | None = None
     log_level: str | None = None
     client_extensions: list[str] = Field(default_factory=list)
+    #: The capabilities the creating request declared (``None``: not captured, for
+    #: tasks created before they were); a leg asking for input they lack fails the
+    #: task (see ``activities.input_capabilities``).
+    client_capabilities: dict[str, Any] | None = None
     #: The task's scope (FastMCP's principal of the token), ``None`` when anonymous.
     scope: str | None = None
 

@@ -2,9 +2,10 @@
 
     python -m tests.processes.http_server --port P --data-dir D
 
-It owns its embedded dev server (SQLite file in ``D``), so killing this process
-takes Temporal down with it; starting it again on the same data directory must
-bring every task back. It runs the way a user's server runs: ``mcp.run``.
+It uses the embedded dev server of ``D`` (SQLite file), which it starts when
+none runs there; killed, it leaves that server to stop after its linger, and
+started again on the same data directory it must bring every task back. It
+runs the way a user's server runs: ``mcp.run``.
 """
 
 from __future__ import annotations

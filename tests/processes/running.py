@@ -22,13 +22,20 @@ BIN = Path(sys.executable).parent
 
 
 class Process:
-    def __init__(self, name: str, args: Sequence[str], env: Mapping[str, str], log: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[str],
+        env: Mapping[str, str],
+        log: Path,
+        cwd: Path = ROOT,
+    ) -> None:
         self.name = name
         self.log = log
         with open(log, "wb") as out:
             self.popen = subprocess.Popen(
                 list(args),
-                cwd=ROOT,
+                cwd=cwd,
                 env={**os.environ, **env},
                 stdout=out,
                 stderr=subprocess.STDOUT,

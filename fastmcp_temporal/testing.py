@@ -1,0 +1,116 @@
+"""Test suites of task tools: one Temporal for the whole session, one task queue per test.
+
+```python
+# conftest.py
+pytest_plugins = ["fastmcp_temporal.testing"]
+
+# test_tools.py
+async def test_crunch(temporal_tasks):
+    mcp = FastMCP("s")
+    mcp.add_extension(temporal_tasks())           # the session's Temporal, this test's queue
+    ...
+```
+
+Starting a Temporal dev server takes seconds; connecting to a running one and
+starting a worker takes milliseconds. So the session joins one *shared*
+embedded server (``fastmcp_temporal.server.embedded``) and every test gets a
+fresh task queue: tests never see each other's tasks and nothing restarts
+between them. Under ``pytest-xdist`` all workers of a run join the same server
+(its data directory is under the run's base temp directory), and it stops
+shortly after the last worker ends, even if pytest is killed.
+
+Fixtures (async ones need ``pytest-asyncio`` with a session-scoped loop,
+``asyncio_default_fixture_loop_scope = "session"``):
+
+- ``temporal_server`` (session): the ``EmbeddedServer`` -- ``.address``, ``.ui_url``;
+- ``temporal_client`` (session): a client with the pydantic data converter;
+- ``task_queue``: a queue name unique to the test;
+- ``temporal_tasks``: builds ``TemporalTasks(client=..., task_queue=..., **options)``.
+
+Outside pytest, ``shared_temporal(data_dir)`` is the same thing as an async
+context manager.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from fastmcp_temporal.server import embedded
+from fastmcp_temporal.server.embedded import EmbeddedServer
+from fastmcp_temporal.server.extension import TemporalTasks
+
+__all__ = ["EmbeddedServer", "shared_temporal"]
+
+#: Put the session's Temporal in this directory instead of pytest's temp directory.
+DATA_DIR_ENV = "FASTMCP_TEMPORAL_TEST_DATA_DIR"
+
+
+@asynccontextmanager
+async def shared_temporal(
+    data_dir: str | Path, *, ui: bool = True
+) -> AsyncIterator[EmbeddedServer]:
+    """Use (starting if needed) the embedded Temporal of ``data_dir`` while inside."""
+    lease = await embedded.join(data_dir, ui=ui)
+    try:
+        yield lease.server
+    finally:
+        lease.release()
+
+
+def session_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One directory per test run, the same for every ``pytest-xdist`` worker of it."""
+    configured = os.environ.get(DATA_DIR_ENV)
+    if configured:
+        return Path(configured)
+    base = tmp_path_factory.getbasetemp()
+    run_dir = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return run_dir / "fastmcp-temporal"
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def temporal_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[EmbeddedServer]:
+    """The session's Temporal: a shared embedded dev server (SQLite file, Web UI)."""
+    async with shared_temporal(session_data_dir(tmp_path_factory)) as server:
+        yield server
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def temporal_client(temporal_server: EmbeddedServer) -> Client:
+    return await Client.connect(
+        temporal_server.address,
+        namespace=temporal_server.namespace,
+        data_converter=pydantic_data_converter,
+    )
+
+
+@pytest.fixture
+def task_queue(request: pytest.FixtureRequest) -> str:
+    """This test's own queue: its workflows and legs are invisible to other tests' workers."""
+    return f"test-{request.node.name[:40]}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def temporal_tasks(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> Callable[..., TemporalTasks]:
+    """Build a ``TemporalTasks`` bound to the session's server and this test's queue
+    (its big payloads and scope secret in this test's own directory)."""
+
+    def build(**options: object) -> TemporalTasks:
+        options.setdefault("client", temporal_client)
+        options.setdefault("task_queue", task_queue)
+        options.setdefault("data_dir", tmp_path)
+        return TemporalTasks(**options)  # type: ignore[arg-type]
+
+    return build

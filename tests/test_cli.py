@@ -1,0 +1,155 @@
+"""The ``fastmcp-temporal`` command, run as a real process: finding Temporal, failing cleanly.
+
+Without an address every subcommand joins the embedded Temporal of the data
+directory (never starting one); whatever goes wrong -- no address, nothing
+listening, a bad key, a closed pipe, an unknown task -- is one line on stderr
+and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from fastmcp import Client, FastMCP
+from fastmcp_tasks import call_tool_task
+
+from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.server import embedded
+from fastmcp_temporal.server.embedded import EmbeddedServer
+from fastmcp_temporal.testing import shared_temporal
+from tests.processes.running import BIN, ROOT, Process
+
+WORKER_SERVER = str(ROOT / "examples" / "demo_server.py")
+
+
+def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
+    environment.pop("FASTMCP_TEMPORAL_DATA_DIR", None)
+    return subprocess.run(
+        [str(BIN / "fastmcp-temporal"), *args],
+        cwd=cwd,
+        env={**environment, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def assert_one_line_failure(result: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert result.returncode != 0, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr and expected in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    "command", [["tasks", "list"], ["tasks", "show", "x"], ["worker", WORKER_SERVER]]
+)
+async def test_no_address_and_no_embedded_server_is_one_line(
+    command: list[str], tmp_path: Path
+) -> None:
+    result = await asyncio.to_thread(run, *command, cwd=tmp_path)
+    assert_one_line_failure(result, "No Temporal address and no embedded Temporal running")
+    assert not (tmp_path / ".fastmcp-temporal").exists(), "nothing was started or created"
+
+
+@pytest.mark.parametrize("command", [["tasks", "list"], ["tasks", "cancel", "x"]])
+async def test_an_unreachable_address_is_one_line(command: list[str], tmp_path: Path) -> None:
+    result = await asyncio.to_thread(run, *command, "--address", "127.0.0.1:1", cwd=tmp_path)
+    assert_one_line_failure(result, "Cannot reach Temporal at 127.0.0.1:1")
+
+
+async def test_a_bad_or_missing_key_is_one_line(tmp_path: Path) -> None:
+    bad = await asyncio.to_thread(
+        run, "tasks", "list", cwd=tmp_path, FASTMCP_TEMPORAL_ENCRYPTION_KEY="not-a-key"
+    )
+    assert_one_line_failure(bad, "Encryption key 'default'")
+    missing = await asyncio.to_thread(run, "codec-server", cwd=tmp_path)
+    assert_one_line_failure(missing, "no key")
+
+
+async def test_tasks_joins_the_embedded_server_of_the_data_dir(tmp_path: Path) -> None:
+    """Found by the folder alone: an unknown task and a closed pipe fail in one line."""
+    async with shared_temporal(tmp_path / ".fastmcp-temporal", ui=False) as server:
+        listing = await asyncio.to_thread(run, "tasks", "list", cwd=tmp_path)
+        assert listing.returncode == 0, listing.stderr
+        assert listing.stdout.startswith("TASKID"), listing.stdout
+        unknown = await asyncio.to_thread(run, "tasks", "show", "nope", cwd=tmp_path)
+        assert_one_line_failure(unknown, "Task 'nope' not found")
+        closed = await asyncio.to_thread(closed_pipe, tmp_path)
+        assert_one_line_failure(closed, "broken pipe")
+        assert embedded.running(tmp_path / ".fastmcp-temporal") == server
+
+
+JOINING_SERVER = """
+from fastmcp import FastMCP
+from fastmcp_temporal import TemporalTasks
+
+mcp = FastMCP("joined")
+mcp.add_extension(TemporalTasks())
+
+
+@mcp.tool(task=True)
+async def shout(text: str) -> str:
+    return text.upper()
+"""
+
+
+async def test_a_worker_joins_the_embedded_server_of_its_folder(tmp_path: Path) -> None:
+    """``fastmcp-temporal worker`` with nothing configured runs the legs of a front end."""
+    (tmp_path / "server.py").write_text(JOINING_SERVER)
+    data_dir = tmp_path / ".fastmcp-temporal"
+    front = FastMCP("joined")
+    front.add_extension(TemporalTasks(data_dir=data_dir, run_worker=False, ui=False))
+
+    @front.tool(task=True)
+    async def shout(text: str) -> str:
+        raise AssertionError("the front end runs no legs")
+
+    async with Client(front) as client:
+        server = embedded.running(data_dir)
+        assert server is not None
+        worker = Process(
+            "worker",
+            [str(BIN / "fastmcp-temporal"), "worker", "server.py"],
+            {"TEMPORAL_ADDRESS": ""},
+            tmp_path / "worker.log",
+            cwd=tmp_path,
+        )
+        try:
+            await worker.wait_for_output("fastmcp-temporal worker ready")
+            task = await call_tool_task(client, "shout", {"text": "joined"})
+            final = await task.wait(timeout=60)
+        finally:
+            worker.stop()
+    assert final.result is not None and final.result["structuredContent"] == {"result": "JOINED"}
+    assert f"embedded Temporal at {server.address}" in worker.output(), "joined, not started"
+
+
+def closed_pipe(cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``fastmcp-temporal tasks list | (reader that already left)``."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        process = subprocess.Popen(
+            [str(BIN / "fastmcp-temporal"), "tasks", "list"],
+            cwd=cwd,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        os.close(write_end)
+    _, stderr = process.communicate(timeout=120)
+    return subprocess.CompletedProcess(process.args, process.returncode, "", stderr)
+
+
+def test_the_record_is_what_a_joiner_reads(tmp_path: Path) -> None:
+    assert EmbeddedServer.read(tmp_path) is None
+    (tmp_path / embedded.RECORD).write_text("{not json")
+    assert EmbeddedServer.read(tmp_path) is None
+    assert embedded.running(tmp_path) is None
