@@ -142,8 +142,11 @@ async def stored_payloads(harness: Harness) -> dict[str, Run]:
     return {f"{V2}/stored_payloads": Run(wid(task))}
 
 
-def _v2(name: str, drive: Drive, **options: object) -> TaskPath:
-    return TaskPath(f"{V2}/{name}", drive, (f"{V2}/{name}",), **options)  # type: ignore[arg-type]
+def _v2(
+    name: str, drive: Drive, *, encrypted: bool = False, payload_store: str | None = None
+) -> TaskPath:
+    """A path only the patched code takes: one file, ``v2/<name>``."""
+    return TaskPath(f"{V2}/{name}", drive, (f"{V2}/{name}",), encrypted, payload_store)
 
 
 SECOND_GENERATION: tuple[TaskPath, ...] = (
