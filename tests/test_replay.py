@@ -3,26 +3,41 @@
 A task in flight is a history that a worker with *new* code will replay. The
 histories in ``tests/histories`` were recorded from real tasks on a real dev
 server (``python -m tests.histories.record``), one per path the task workflow
-can take; here ``Replayer`` re-runs each one against ``McpTaskWorkflow``,
+can take and per code generation (the top level before the patches
+``legs-retry-until-deadline`` and ``progress-in-memo``, ``v2/`` with them);
+here ``Replayer`` re-runs each one against ``McpTaskWorkflow``,
 ``McpToolTaskWorkflow`` and the recorded workflow tool, configured exactly as a
-worker is (``McpTasksPlugin``: converter, codec, sandbox). A change to the
-commands the workflow issues without ``workflow.patched`` fails here with a
-non-determinism error. No Temporal server is needed.
+worker is (``McpTasksPlugin``: converter, codec, payload store, sandbox). A
+change to the commands the workflow issues without ``workflow.patched`` fails
+here with a non-determinism error. No Temporal server is needed.
 """
 
 from __future__ import annotations
 
-import pytest
-from temporalio.api.enums.v1 import EventType
+import json
+import shutil
+from pathlib import Path
 
+import pytest
+from temporalio.api.enums.v1 import EventType, RetryState
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.converter import ExternalStorage
+
+from fastmcp_temporal.activities.tool_leg import HANDED_BACK_ERROR_TYPE
 from fastmcp_temporal.server.codec import ENCODING, KEY_ENV
-from tests.histories.paths import (
+from fastmcp_temporal.server.payload_store import DiskStorageDriver
+from fastmcp_temporal.workflows.leg_retry import RETRY_UNTIL_DEADLINE_PATCH
+from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
+from fastmcp_temporal.workflows.tool_helpers import PROGRESS_IN_MEMO_PATCH
+from tests.histories.catalog import (
     ENCRYPTED_FILES,
     FILES,
     PATHS,
-    TEST_ENCRYPTION_KEY,
+    PAYLOAD_STORES,
     WORKFLOW_TOOL_CLASSES,
 )
+from tests.histories.paths import TEST_ENCRYPTION_KEY
+from tests.histories.paths_v2 import STORED_PAYLOADS_THRESHOLD, V2
 from tests.histories.replay import HISTORIES, load_history, task_replayer
 
 
@@ -34,13 +49,17 @@ def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_recorded_histories_are_exactly_the_declared_paths() -> None:
     """A history file that goes missing (or one nobody declared) fails the gate."""
-    on_disk = sorted(path.name.removesuffix(".json") for path in HISTORIES.glob("*.json"))
+    on_disk = sorted(
+        path.relative_to(HISTORIES).as_posix().removesuffix(".json")
+        for path in HISTORIES.rglob("*.json")
+    )
     assert on_disk == sorted(FILES)
     assert len(PATHS) >= 12
 
 
 #: How each recorded run ended (default: completed), so a re-recorded file that
-#: no longer takes its path fails here rather than silently covering less.
+#: no longer takes its path fails here rather than silently covering less. A
+#: later generation's file (``v2/x``) ends as ``x`` unless it says otherwise.
 ENDINGS = {
     "mcp_error_failure": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
     "continue_as_new.run1": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
@@ -52,6 +71,9 @@ ENDINGS = {
     "workflow_tool_cancel_parked": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
     "workflow_tool_cancel_parked.body": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
     "max_rounds_exceeded": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    # The patched leg fails the task at its TTL; Temporal no longer times it out.
+    f"{V2}/ttl_running": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    f"{V2}/leg_key_missing_until_ttl": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
 }
 #: Event kinds a path's history must contain to be that path.
 SIGNS = {
@@ -67,24 +89,129 @@ SIGNS = {
     "workflow_tool_cancel_parked.body": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED,
     "local_leg": EventType.EVENT_TYPE_MARKER_RECORDED,
     "encrypted": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+    # The leg's deadline (schedule-to-close) ended it.
+    f"{V2}/ttl_running": EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
+    f"{V2}/leg_key_missing_until_ttl": EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+    # The body's progress went to its memo.
+    f"{V2}/workflow_tool.body": EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
 }
+
+
+def _base(file: str) -> str:
+    return file.removeprefix(f"{V2}/")
 
 
 @pytest.mark.parametrize("file", FILES)
 def test_a_recorded_history_is_its_whole_path(file: str) -> None:
     kinds = [event.event_type for event in load_history(file).events]
-    assert kinds[-1] == ENDINGS.get(file, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)
-    if file in SIGNS:
-        assert SIGNS[file] in kinds
-    if file == "local_leg":
+    completed = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    assert kinds[-1] == ENDINGS.get(file, ENDINGS.get(_base(file), completed))
+    sign = SIGNS.get(file, SIGNS.get(_base(file)))
+    if sign is not None:
+        assert sign in kinds
+    if _base(file) == "local_leg":
         assert EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED not in kinds
 
 
+def _patches(events: list[HistoryEvent]) -> set[str]:
+    """The patch ids a history's markers record (the SDK's ``core_patch`` marker)."""
+    return {
+        json.loads(event.marker_recorded_event_attributes.details["patch-data"].payloads[0].data)[
+            "id"
+        ]
+        for event in events
+        if event.marker_recorded_event_attributes.marker_name == "core_patch"
+    }
+
+
+#: v2 runs that never reached a leg, so never asked for the leg-retry patch.
+V2_WITHOUT_LEG = {f"{V2}/workflow_tool_cancel_parked"}
+
+
 @pytest.mark.parametrize("file", FILES)
-async def test_a_recorded_history_replays_on_the_current_workflow_code(file: str) -> None:
+def test_each_generation_took_its_branch_of_the_patches(file: str) -> None:
+    """Generation 1 is the old branch of both patches; ``v2`` took the new one
+    (a task run at its first leg, a workflow tool's body at its first report)."""
+    patches = _patches(list(load_history(file).events))
+    if not file.startswith(f"{V2}/"):
+        assert patches == set()
+    elif file.endswith(".body"):
+        assert patches == {PROGRESS_IN_MEMO_PATCH}
+    elif file in V2_WITHOUT_LEG:
+        assert patches == set()
+    else:
+        assert patches == {RETRY_UNTIL_DEADLINE_PATCH}
+
+
+def test_the_v2_body_reports_progress_without_signalling_its_task() -> None:
+    """Two reports and one ``ask``: one signal to the task (the ask), two memo writes."""
+    kinds = [event.event_type for event in load_history(f"{V2}/workflow_tool.body").events]
+    assert kinds.count(EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED) == 1
+    assert kinds.count(EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED) == 2
+
+
+def test_the_drained_leg_was_handed_back_then_succeeded() -> None:
+    events = list(load_history(f"{V2}/drained_leg_handed_back").events)
+    (started,) = [e for e in events if e.HasField("activity_task_started_event_attributes")]
+    attributes = started.activity_task_started_event_attributes
+    assert attributes.attempt == 2
+    assert attributes.last_failure.application_failure_info.type == HANDED_BACK_ERROR_TYPE
+    assert any(e.HasField("activity_task_completed_event_attributes") for e in events)
+
+
+def test_the_undecryptable_leg_retried_until_the_deadline() -> None:
+    """Every attempt failed to decrypt; the deadline, not a count, ended the retries."""
+    events = list(load_history(f"{V2}/leg_key_missing_until_ttl").events)
+    (started,) = [e for e in events if e.HasField("activity_task_started_event_attributes")]
+    (failed,) = [e for e in events if e.HasField("activity_task_failed_event_attributes")]
+    assert started.activity_task_started_event_attributes.attempt >= 2
+    attributes = failed.activity_task_failed_event_attributes
+    assert attributes.retry_state == RetryState.RETRY_STATE_TIMEOUT
+    assert attributes.failure.cause.message.startswith("Cannot decrypt a task payload")
+
+
+def _committed_store(file: str, into: Path) -> ExternalStorage:
+    """The blobs ``file`` refers to, copied (a replay may write, the committed ones stay as is)."""
+    shutil.copytree(HISTORIES / PAYLOAD_STORES[file], into)
+    driver = DiskStorageDriver(into, max_payload_size=DEFAULT_MAX_PAYLOAD_BYTES)
+    return ExternalStorage(drivers=[driver], payload_size_threshold=STORED_PAYLOADS_THRESHOLD)
+
+
+@pytest.mark.parametrize("file", FILES)
+async def test_a_recorded_history_replays_on_the_current_workflow_code(
+    file: str, tmp_path: Path
+) -> None:
     key = TEST_ENCRYPTION_KEY if file in ENCRYPTED_FILES else None
-    result = await task_replayer(WORKFLOW_TOOL_CLASSES, key).replay_workflow(load_history(file))
+    storage = _committed_store(file, tmp_path / "store") if file in PAYLOAD_STORES else None
+    replayer = task_replayer(WORKFLOW_TOOL_CLASSES, key, storage)
+    result = await replayer.replay_workflow(load_history(file))
     assert result.replay_failure is None
+
+
+def test_the_stored_history_holds_references_not_payloads() -> None:
+    """Its argument and result left the history: the replay above really read the blobs."""
+    assert PAYLOAD_STORES, "no history with stored payloads recorded"
+    for file in PAYLOAD_STORES:
+        events = list(load_history(file).events)
+        (argument,) = events[0].workflow_execution_started_event_attributes.input.payloads
+        (result,) = events[-1].workflow_execution_completed_event_attributes.result.payloads
+        for payload in (argument, result):
+            assert payload.external_payloads, payload
+
+
+async def test_the_stored_history_does_not_replay_without_its_blobs(tmp_path: Path) -> None:
+    """The control: the same store, emptied, cannot rebuild the task."""
+    for file in PAYLOAD_STORES:
+        empty = tmp_path / file
+        empty.mkdir(parents=True)
+        storage = ExternalStorage(
+            drivers=[DiskStorageDriver(empty, max_payload_size=DEFAULT_MAX_PAYLOAD_BYTES)],
+            payload_size_threshold=STORED_PAYLOADS_THRESHOLD,
+        )
+        result = await task_replayer(WORKFLOW_TOOL_CLASSES, None, storage).replay_workflow(
+            load_history(file), raise_on_replay_failure=False
+        )
+        assert result.replay_failure is not None
 
 
 def test_the_encrypted_history_is_sealed() -> None:
@@ -96,9 +223,9 @@ def test_the_encrypted_history_is_sealed() -> None:
     assert ENCRYPTED_FILES, "no encrypted path recorded"
 
 
-async def test_the_encrypted_history_does_not_replay_without_its_key() -> None:
+@pytest.mark.parametrize("file", sorted(ENCRYPTED_FILES))
+async def test_an_encrypted_history_does_not_replay_without_its_key(file: str) -> None:
     """The control: without the key the same history cannot be replayed at all."""
-    (file,) = ENCRYPTED_FILES
     result = await task_replayer(WORKFLOW_TOOL_CLASSES).replay_workflow(
         load_history(file), raise_on_replay_failure=False
     )

@@ -80,10 +80,19 @@ class Harness:
     client: TemporalClient
     encrypted_client: TemporalClient
 
-    def tasks(self, *, encrypted: bool = False, **options: Any) -> TemporalTasks:
+    def tasks(
+        self,
+        *,
+        encrypted: bool = False,
+        client: TemporalClient | None = None,
+        task_queue: str | None = None,
+        **options: Any,
+    ) -> TemporalTasks:
+        """An extension on ``task_queue`` (default: a queue of its own) through ``client``
+        (default: the recording client, sealing with the test key if ``encrypted``)."""
         return TemporalTasks(
-            client=self.encrypted_client if encrypted else self.client,
-            task_queue=f"replay-{uuid4().hex[:12]}",
+            client=client or (self.encrypted_client if encrypted else self.client),
+            task_queue=task_queue or new_queue(),
             **options,
         )
 
@@ -125,6 +134,13 @@ class TaskPath:
     #: The history files this path writes (``<file>.json``).
     files: tuple[str, ...]
     encrypted: bool = False
+    #: The disk payload store its histories refer to (a directory next to
+    #: them, relative to ``tests/histories``): replaying them needs its blobs.
+    payload_store: str | None = None
+
+
+def new_queue() -> str:
+    return f"replay-{uuid4().hex[:12]}"
 
 
 def wid(task_id: str) -> str:

@@ -2,10 +2,10 @@
 
 Each ``TaskPath`` below builds its own FastMCP server with ``TemporalTasks`` (see
 ``harness.py``), drives one task over the raw wire, checks it ended the way the
-path says, and names the workflow runs it produced. ``PATHS`` is the contract
-between the recorder and the replay gate: the gate fails when the files on disk
-are not exactly ``FILES``. Tool bodies are deterministic, so a re-recorded path
-issues the same commands.
+path says, and names the workflow runs it produced. ``catalog.PATHS`` (these
+and ``paths_v2.py``) is the contract between the recorder and the replay gate:
+the gate fails when the files on disk are not exactly ``catalog.FILES``. Tool
+bodies are deterministic, so a re-recorded path issues the same commands.
 """
 
 from __future__ import annotations
@@ -278,7 +278,10 @@ async def encrypted(harness: Harness) -> dict[str, Run]:
     return await _greet_once(harness, "encrypted", encrypted=True)
 
 
-PATHS: tuple[TaskPath, ...] = (
+#: The paths as recorded on the code before the patches ``legs-retry-until-deadline``
+#: and ``progress-in-memo`` (``tests/histories/*.json``); ``paths_v2.py`` records
+#: them again on the patched code. Never re-recorded: tasks in flight look like them.
+FIRST_GENERATION: tuple[TaskPath, ...] = (
     TaskPath("plain_result", plain_result, ("plain_result",)),
     TaskPath("is_error_result", is_error_result, ("is_error_result",)),
     TaskPath("mcp_error_failure", mcp_error_failure, ("mcp_error_failure",)),
@@ -308,11 +311,4 @@ PATHS: tuple[TaskPath, ...] = (
     TaskPath("max_rounds_exceeded", max_rounds_exceeded, ("max_rounds_exceeded",)),
     TaskPath("local_leg", local_leg, ("local_leg",)),
     TaskPath("encrypted", encrypted, ("encrypted",), encrypted=True),
-)
-#: The workflow tools' classes, which replaying their ``.body`` histories needs.
-WORKFLOW_TOOL_CLASSES: tuple[type, ...] = (AskingAgent, FailingAgent)
-#: Every history file the gate expects, and those sealed with the test key.
-FILES: tuple[str, ...] = tuple(file for path in PATHS for file in path.files)
-ENCRYPTED_FILES: frozenset[str] = frozenset(
-    f for path in PATHS if path.encrypted for f in path.files
 )

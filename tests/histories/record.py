@@ -5,10 +5,11 @@
     .venv/bin/python -m tests.histories.record --list       # the paths and their files
 
 It starts its own ``temporal server start-dev`` (``DevServer``, a throw-away
-SQLite file), runs each path of ``paths.PATHS`` concurrently -- a real FastMCP
+SQLite file), runs each path of ``catalog.PATHS`` concurrently -- a real FastMCP
 server with ``TemporalTasks`` and an in-process worker, driven over HTTP --
 and writes each workflow run's history (``fetch_history().to_json()``) to
-``tests/histories/<file>.json``. ``ttl_running`` alone takes ~65 s (a task is
+``tests/histories/<file>.json`` (a later generation's ``<file>`` names its
+folder: ``v2/plain_result``). ``ttl_running`` alone takes ~65 s (a task is
 ended by Temporal at its TTL plus one minute).
 
 Record a history for every new path. Never re-record an existing one to make
@@ -34,8 +35,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from fastmcp_temporal import DevServer
 from fastmcp_temporal.server.codec import KEY_ENV, task_data_converter
 from fastmcp_temporal.server.connection import exit_now
+from tests.histories.catalog import PATHS
 from tests.histories.harness import Harness, TaskPath
-from tests.histories.paths import PATHS, TEST_ENCRYPTION_KEY
+from tests.histories.paths import TEST_ENCRYPTION_KEY
 from tests.histories.replay import HISTORIES
 
 #: Paths recorded at once: enough to overlap ``ttl_running``'s minute, few
@@ -67,6 +69,7 @@ async def record(paths: list[TaskPath]) -> None:
                 for file, run in runs.items():
                     handle = client.get_workflow_handle(run.workflow_id, run_id=run.run_id)
                     history = await handle.fetch_history()
+                    history_file(file).parent.mkdir(exist_ok=True)
                     history_file(file).write_text(history.to_json() + "\n")
                     print(f"{file}.json  {path.name}  {len(history.events)} events", flush=True)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fastmcp import FastMCP
 from temporalio.client import WorkflowHistory
+from temporalio.converter import ExternalStorage
 from temporalio.worker import Replayer
 
 from fastmcp_temporal import McpTasksPlugin
@@ -22,11 +23,19 @@ def load_history(file: str) -> WorkflowHistory:
     return WorkflowHistory.from_json(started["workflowId"], data)
 
 
-def task_replayer(workflows: Sequence[type] = (), encryption_key: str | None = None) -> Replayer:
+def task_replayer(
+    workflows: Sequence[type] = (),
+    encryption_key: str | None = None,
+    payload_storage: ExternalStorage | None = None,
+) -> Replayer:
     """A replayer set up like a worker: ``McpTasksPlugin`` brings the task workflows,
-    the task converter (with the codec for ``encryption_key``) and the sandbox settings;
-    ``workflows`` are added (workflow tools, or a variant that takes over a workflow type)."""
+    the task converter (with the codec for ``encryption_key``, the store of
+    ``payload_storage``) and the sandbox settings; ``workflows`` are added
+    (workflow tools, or a variant that takes over a workflow type)."""
     plugin = McpTasksPlugin(
-        FastMCP("replay"), encryption_key=encryption_key, workflows=list(workflows)
+        FastMCP("replay"),
+        encryption_key=encryption_key,
+        workflows=list(workflows),
+        payload_storage=payload_storage,
     )
     return Replayer(workflows=[], plugins=[plugin])
