@@ -3,8 +3,8 @@
     ./dev demo            # terminal 1: the server (embedded Temporal + Web UI)
     ./dev client          # terminal 2: this client (or: python -m examples.demo_client)
 
-It opts in to the tasks extension (importing ``fastmcp_tasks`` does that for a
-FastMCP ``Client``) and walks through what a task can do:
+It opts in to the tasks extension (``TasksClientExtension`` from
+``fastmcp_temporal.client``, on FastMCP 4.1 and 4.2 alike) and walks through what a task can do:
 
 1. ``crunch``: ``tools/call`` answers at once with a task; ``tasks/get`` polls
    show its progress until it completes;
@@ -24,9 +24,9 @@ import argparse
 import asyncio
 from typing import Any
 
-import fastmcp_tasks  # noqa: F401  (the client half of the tasks extension)
 from fastmcp import Client
-from fastmcp_tasks import ToolTask, call_tool_task
+
+from fastmcp_temporal.client import TasksClientExtension, ToolTask, call_tool_task
 
 DEFAULT_URL = "http://127.0.0.1:8000/mcp"
 
@@ -59,7 +59,9 @@ def text_of(result: Any) -> str:
 
 
 async def tour(url: str) -> None:
-    async with Client(url, elicitation_handler=confirm) as client:
+    async with Client(
+        url, elicitation_handler=confirm, extensions=[TasksClientExtension()]
+    ) as client:
         print("1. crunch(steps=3): progress while it runs")
         crunch = await call_tool_task(client, "crunch", {"steps": 3})
         print(f"   tools/call returned task {crunch.task_id}")

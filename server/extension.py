@@ -390,7 +390,9 @@ class TemporalTasks(ServerExtension):
                 tools=self._tools,
                 scope_secret=scope.resolve_secret(
                     self._scope_secret,
-                    embedded_data_dir=(self._dev_server.data_dir if self._dev_server else None),
+                    embedded_data_dir=(
+                        Path(self._dev_server.data_dir) if self._dev_server else None
+                    ),
                     warn=not self._worker_only and self.server.auth is not None,
                 ),
                 max_payload_bytes=payloads.max_payload_bytes,

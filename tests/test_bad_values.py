@@ -21,6 +21,7 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task, update_task
+from tests.helpers import declares_elicitation
 from tests.test_isolation_and_bad_input import (
     ACCEPT,
     assert_clean,
@@ -99,7 +100,9 @@ async def test_an_unstorable_answer_is_invalid_params_over_http_and_changes_noth
 
 async def test_unstorable_values_are_invalid_params_in_memory(temporal_tasks: BuildTasks) -> None:
     """The same answers on FastMCP's in-memory transport, which carries Python strings as is."""
-    async with Client(tasks_server(temporal_tasks)) as client:
+    async with Client(
+        tasks_server(temporal_tasks), elicitation_handler=declares_elicitation
+    ) as client:
         with pytest.raises(MCPError) as created:
             await call_tool_task(client, "done", {"data": LONE})
         assert created.value.code == -32602

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client, FastMCP
-from fastmcp_tasks import call_tool_task
 
 from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server import embedded
 from fastmcp_temporal.server.embedded import EmbeddedServer
 from fastmcp_temporal.testing import shared_temporal

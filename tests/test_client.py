@@ -27,7 +27,7 @@ from fastmcp_temporal.client import (
     get_task,
 )
 from tests.conftest import http_client
-from tests.helpers import needs_peer
+from tests.helpers import declares_elicitation, needs_peer
 
 BuildTasks = Callable[..., TemporalTasks]
 
@@ -88,7 +88,9 @@ async def test_a_handle_reports_answers_and_returns_the_result(
     temporal_tasks: BuildTasks,
 ) -> None:
     mcp, _ = _server(temporal_tasks)
-    async with http_client(mcp, extensions=[TasksClientExtension()]) as client:
+    async with http_client(
+        mcp, extensions=[TasksClientExtension()], elicitation_handler=declares_elicitation
+    ) as client:
         task = await call_tool_task(client, "confirm", {})
         assert isinstance(task.create_result, CreatedTask)
         assert task.create_result.task_id == task.task_id
@@ -139,13 +141,18 @@ async def test_result_answers_input_with_the_clients_elicitation_handler(
     assert seen == ["Sure?"]
 
 
-async def test_a_handle_without_an_elicitation_handler_says_so(temporal_tasks: BuildTasks) -> None:
+async def test_a_client_without_an_elicitation_handler_learns_why_at_once(
+    temporal_tasks: BuildTasks,
+) -> None:
+    """No handler, so no ``elicitation`` capability: the task fails instead of parking."""
     mcp, _ = _server(temporal_tasks)
     async with Client(mcp, extensions=[TasksClientExtension()]) as client:
         task = await call_tool_task(client, "confirm", {})
-        with pytest.raises(ToolError, match="no elicitation handler"):
+        with pytest.raises(ToolError, match="Missing required client capability"):
             await task.result(timeout=30)
-        assert (await task.status()).status == "input_required", "nothing was answered"
+        final = await task.status()
+        assert final.status == "failed" and final.error is not None
+        assert final.error["code"] == -32021
 
 
 async def test_a_call_the_server_does_not_task_is_an_error(temporal_tasks: BuildTasks) -> None:

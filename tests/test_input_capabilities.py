@@ -12,10 +12,10 @@ from typing import Any
 
 import mcp_types
 from fastmcp import Client, Context, FastMCP
-from fastmcp_tasks import call_tool_task
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.activities.input_capabilities import undeclared
+from fastmcp_temporal.client import call_tool_task
 from tests.helpers import declares_elicitation
 from tests.test_parking import question
 

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client
-from fastmcp_tasks import ToolTask, call_tool_task
 
+from fastmcp_temporal.client import ToolTask, call_tool_task
 from fastmcp_temporal.server import embedded
 from fastmcp_temporal.server.devserver import free_port
+from tests.helpers import eventually
 from tests.processes.running import Process
 
 pytestmark = pytest.mark.chaos
@@ -87,13 +88,6 @@ async def servers(tmp_path: Path, *names: str) -> AsyncIterator[list[McpServer]]
                 server.process.stop()
 
 
-async def until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
-        await asyncio.sleep(0.1)
-
-
 async def test_two_servers_in_one_folder_share_one_temporal_and_see_each_others_tasks(
     tmp_path: Path,
 ) -> None:
@@ -109,9 +103,10 @@ async def test_two_servers_in_one_folder_share_one_temporal_and_see_each_others_
     assert seen_by_beta.result is not None and seen_by_alpha.result is not None
     assert seen_by_beta.result["structuredContent"] == {"result": "one rested on alpha"}
     assert seen_by_alpha.result["structuredContent"] == {"result": "two rested on beta"}
-    await until(lambda: not temporal_pids(alpha.data_dir))
+    # The keeper stops Temporal, then removes its record, then exits.
+    await eventually(lambda: not embedded.keeper_alive(alpha.data_dir))
+    assert not temporal_pids(alpha.data_dir), "the last user gone: Temporal stopped"
     assert not (alpha.data_dir / embedded.RECORD).exists(), "the last user gone: record removed"
-    assert not embedded.keeper_alive(alpha.data_dir)
 
 
 async def test_kill_9_of_the_starter_keeps_the_other_working_and_loses_no_task(
@@ -136,7 +131,7 @@ async def test_kill_9_of_the_starter_keeps_the_other_working_and_loses_no_task(
         other.process.stop()  # type: ignore[union-attr]
         await asyncio.sleep(1)
         assert alive(temporal_pid), "still used by the restarted starter"
-    await until(lambda: not temporal_pids(starter.data_dir))
+    await eventually(lambda: not temporal_pids(starter.data_dir))
     assert done.status == "completed" and fresh.status == "completed"
     assert waiting.status == "working", "the killed server's task waits for its worker"
     assert finished.status == "completed" and finished.result is not None
@@ -159,7 +154,7 @@ async def test_kill_9_of_the_keeper_restarts_temporal_at_the_same_address(tmp_pa
             now = embedded.EmbeddedServer.read(first.data_dir)
             return now is not None and now.keeper_pid != before.keeper_pid
 
-        await until(restarted, timeout=60)
+        await eventually(restarted, timeout=60)
         after = embedded.EmbeddedServer.read(first.data_dir)
         assert after is not None and after.address == before.address
         assert temporal_pids(first.data_dir) == [after.temporal_pid]
@@ -169,4 +164,4 @@ async def test_kill_9_of_the_keeper_restarts_temporal_at_the_same_address(tmp_pa
             kept = await ToolTask(on_second, "nap", created.create_result).status()
     assert earlier.status == "completed" and done.status == "completed"
     assert kept.status == "completed", "the task from before the restart is still there"
-    await until(lambda: not temporal_pids(first.data_dir))
+    await eventually(lambda: not temporal_pids(first.data_dir))
