@@ -62,10 +62,12 @@ from fastmcp_temporal.activities.progress import (
     uninstall_progress_bridge,
 )
 from fastmcp_temporal.server import connection, mrtr, telemetry, wire_production
+from fastmcp_temporal.server._listen_compat import serve_listen
 from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.creation import create_task, task_scope
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.listen import TaskListenHandler
 from fastmcp_temporal.server.plugin import McpTasksPlugin
 from fastmcp_temporal.server.signals import sigterm_unwinds
 from fastmcp_temporal.server.starter import ToolOptions
@@ -336,6 +338,8 @@ class TemporalTasks(ServerExtension):
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
+            # Task status pushed on subscriptions/listen (see ``listen``).
+            serve_listen(self.server, TaskListenHandler(lambda: self.engine))
             install_progress_bridge()
             stack.callback(uninstall_progress_bridge)
             if self._run_worker:

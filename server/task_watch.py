@@ -33,13 +33,13 @@ from fastmcp_temporal.server.wire import GetTaskResult
 
 #: Upper bound of one long poll; the server answers earlier (empty) when its own window ends.
 LONG_POLL_TIMEOUT = timedelta(seconds=70)
-_TERMINAL = frozenset({"completed", "failed", "cancelled"})
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 #: Fields that change between reads without the task changing.
 _VOLATILE = {"poll_interval_ms"}
 
 
 def is_terminal(task: GetTaskResult) -> bool:
-    return task.status in _TERMINAL
+    return task.status in TERMINAL_STATUSES
 
 
 def _visible(task: GetTaskResult) -> dict[str, Any]:
@@ -47,15 +47,23 @@ def _visible(task: GetTaskResult) -> dict[str, Any]:
 
 
 async def watch(
-    engine: TaskEngine, task_id: str, scope: str | None, *, progress: bool = False
+    engine: TaskEngine,
+    task_id: str,
+    scope: str | None,
+    *,
+    progress: bool = False,
+    seen: GetTaskResult | None = None,
 ) -> AsyncIterator[GetTaskResult]:
     """Yield the task now, then each time it changes, ending with its terminal state.
 
-    An unknown task, or another caller's, raises the same ``-32602`` as
-    ``tasks/get`` before anything is yielded.
+    With ``seen`` (a view the caller already has), only changes after it are
+    yielded. An unknown task, or another caller's, raises the same ``-32602``
+    as ``tasks/get`` before anything is yielded.
     """
-    current = await engine.get(task_id, scope)
-    yield current
+    current = seen
+    if current is None:
+        current = await engine.get(task_id, scope)
+        yield current
     if is_terminal(current):
         return
     history = _HistoryTail(engine, workflow_id_for(task_id, scope))
