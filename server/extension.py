@@ -117,7 +117,7 @@ class TemporalTasks(ServerExtension):
             ``fastmcp_temporal.server.codec.task_data_converter(key)``.
         data_dir: Where the embedded dev server keeps its SQLite file.
         ui: Start the embedded dev server's Web UI.
-        query_timeout: Upper bound for one ``tasks/get`` round trip to a worker.
+        query_timeout: Upper bound for each Temporal call of a ``tasks/get``.
         leg_policy: Timeouts and retries of each tool leg.
         max_rounds: How many legs one task may run.
         encryption_key: Encrypt every payload at rest (AES-256-GCM): a 32-byte key

@@ -11,8 +11,10 @@ import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.utilities.tests import run_server_async
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
 
-from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal import McpTasksPlugin, TemporalTasks
 from tests.wire import RawMcp
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -175,3 +177,25 @@ async def test_a_client_that_goes_away_leaves_the_server_serving(url: str) -> No
         assert (await anext(messages))["params"]["notifications"]["taskIds"] == [task_id]
         first = (await anext(messages))["params"]
         assert first["taskId"] == task_id
+
+
+async def test_a_front_end_without_a_worker_pushes_what_another_worker_does(
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """The stream's front end runs no worker: it learns of every change from Temporal."""
+    mcp = build(temporal_tasks(run_worker=False))
+    async with run_server_async(mcp) as front_end:
+        alice = RawMcp(front_end, bearer="alice")
+        task_id = await start(alice, "nap")
+        listen = {"notifications": {"taskIds": [task_id]}}
+        async with alice.stream("subscriptions/listen", listen) as (_, messages):
+            assert (await anext(messages))["params"]["notifications"]["taskIds"] == [task_id]
+            assert (await anext(messages))["params"]["status"] == "working"
+            async with Worker(
+                temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]
+            ):
+                done = await anext(messages)
+        assert done["params"]["status"] == "completed"
+        assert done["params"]["result"]["content"][0]["text"] == "rested"
