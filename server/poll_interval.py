@@ -10,11 +10,12 @@ each ``CreateTaskResult`` and ``tasks/get`` carries the interval for *now*::
 where ``age = now - createdAt``, ``silence = now - lastUpdatedAt`` and the
 ceiling is the tool's ``TaskConfig.poll_interval`` (FastMCP's default 5 s, or
 the tool's explicit value, which is never exceeded). With the defaults a
-client polls every 200 ms for the first second, a silent task's interval
-reaches 5 s at 25 s of age, and a task that reports state changes stays near
+client polls every 200 ms for the first two seconds, a silent task's interval
+reaches 5 s at 50 s of age, and a task that reports state changes stays near
 5 % of its age. A polling client therefore learns of completion about
-``SILENCE_SHARE`` (20 %) of the task's run time late at worst, and a long task
-costs no more polls than the fixed interval would once it is past 25 s.
+``SILENCE_SHARE`` (10 %) of the task's run time late at worst; a silent
+one-minute task costs about 45 polls instead of 12, a long one no more polls
+per minute than the fixed interval once it is past 50 s.
 A finished task keeps the ceiling: there is nothing left to wait for.
 
 Computed on the front end from the task's own timestamps: no workflow state,
@@ -33,7 +34,7 @@ FLOOR_MS = 200
 #: The interval grows by this share of the task's age...
 AGE_SHARE = 0.05
 #: ...and by this share of the time since its last state change.
-SILENCE_SHARE = 0.2
+SILENCE_SHARE = 0.1
 _TERMINAL = frozenset({"completed", "failed", "cancelled"})
 _Task = TypeVar("_Task", CreateTaskResult, GetTaskResult)
 

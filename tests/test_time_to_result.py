@@ -16,7 +16,7 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
-from fastmcp_temporal.server.poll_interval import FLOOR_MS, adapt, interval_ms
+from fastmcp_temporal.server.poll_interval import FLOOR_MS, SILENCE_SHARE, adapt, interval_ms
 from fastmcp_temporal.server.wire import GetTaskResult, iso
 from tests.test_lifecycle import answers
 
@@ -34,12 +34,13 @@ def test_interval_starts_at_the_floor_and_grows_with_age_and_silence() -> None:
         )
 
     assert interval(0, 0) == FLOOR_MS <= 250
-    assert interval(0.9, 0.9) == FLOOR_MS  # the whole first second at the floor
-    assert interval(2, 2) == 400  # silent: 20 % of the silence
-    assert interval(2, 0) == FLOOR_MS  # just changed state: back near the floor
-    assert interval(10, 0) == 500  # busy but old: 5 % of the age
-    assert interval(10, 10) == 2000
-    assert interval(25, 25) == 5000  # a silent task reaches the default at 25 s
+    assert interval(2, 2) == FLOOR_MS  # the first two seconds at the floor
+    assert interval(3, 3) == 300  # silent: 10 % of the silence
+    assert interval(10, 10) == 1000
+    assert interval(10, 0) == 500  # just changed state, but old: 5 % of the age
+    assert interval(10, 4) == 500
+    assert interval(10, 8) == 800
+    assert interval(50, 50) == 5000  # a silent task reaches the default at 50 s
     assert interval(3600, 3600) == 5000  # and never goes above it
 
 
@@ -60,7 +61,7 @@ def test_finished_tasks_keep_the_tool_interval() -> None:
     )
     assert adapt(done, now=_at(2)).poll_interval_ms == 5000
     running = done.model_copy(update={"status": "working", "result": None})
-    assert adapt(running, now=_at(11)).poll_interval_ms == 2000
+    assert adapt(running, now=_at(21)).poll_interval_ms == 2000
 
 
 async def test_create_and_get_carry_the_current_interval(
@@ -85,12 +86,12 @@ async def test_create_and_get_carry_the_current_interval(
         eager_task = await call_tool_task(client, "eager", {})
         assert quiet_task.create_result.poll_interval_ms == FLOOR_MS
         assert eager_task.create_result.poll_interval_ms == 150  # the tool's own ceiling
-        await asyncio.sleep(1.5)
+        await asyncio.sleep(2.5)
         polled = await quiet_task.status()
         assert polled.status == "working"
         age_ms = (datetime.now(UTC) - _when(polled.created_at)).total_seconds() * 1000
-        # 20 % of the silence since creation; the poll happened a moment before ``now``.
-        assert 0.2 * 1400 <= polled.poll_interval_ms <= 0.2 * age_ms + 1
+        # A share of the silence since creation; the poll happened a moment before ``now``.
+        assert SILENCE_SHARE * 2500 <= polled.poll_interval_ms <= SILENCE_SHARE * age_ms + 1
         assert (await eager_task.status()).poll_interval_ms == 150
         release.set()
         assert (await quiet_task.result()).data == "done"
