@@ -184,8 +184,11 @@ async def completion_latency(n: int, rounds: int) -> list[str]:
         peer_url = await stack.enter_async_context(
             run_server_async(crunch_server(TasksExtension(url=redis_url)))
         )
+        # Idle connections are dropped before uvicorn's 5 s keep-alive closes
+        # them under a request (a client sleeping a 5 s interval would race it).
+        limits = httpx.Limits(keepalive_expiry=1.0)
         http = await stack.enter_async_context(
-            httpx.AsyncClient(timeout=httpx.Timeout(60, read=None))
+            httpx.AsyncClient(timeout=httpx.Timeout(60, read=None), limits=limits)
         )
         ours_client = await stack.enter_async_context(Client(ours_url))
         peer_client = await stack.enter_async_context(Client(peer_url))
