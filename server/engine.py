@@ -221,7 +221,7 @@ class TaskEngine:
                 try:
                     answers = await unapplied_answers(self.client, description)
                 except StaleDescription:
-                    continue  # the workflow just applied a change: read it
+                    continue  # the workflow just applied a change: read again (then the memo)
                 view = with_answers(view, answers)
             break
         if view.status == "working":
