@@ -1,6 +1,8 @@
 """Time to result: how soon after a tool returns its client knows, and reads with no worker.
 
     .venv/bin/python bench/time_to_result.py --n 40 --rounds 4 --out bench/results/time_to_result.md
+    .venv/bin/python bench/time_to_result.py --n 10 --rounds 10 --reads 20 \
+        --out bench/results/time_to_result_one_at_a_time.md
 
 Part 1 -- completion latency. A ``crunch`` tool sleeps 2 s and records the
 moment it returns; each client records the moment it learns the task is
