@@ -48,8 +48,8 @@ from pydantic import BaseModel
 
 from fastmcp_temporal.server.creation import task_scope
 from fastmcp_temporal.server.engine import TaskEngine
-from fastmcp_temporal.server.task_watch import TERMINAL_STATUSES, watch
-from fastmcp_temporal.server.wire import GetTaskResult, missing_capability
+from fastmcp_temporal.server.task_watch import watch
+from fastmcp_temporal.server.wire import TERMINAL_STATUSES, GetTaskResult, missing_capability
 
 #: How many tasks one listen stream may follow.
 MAX_TASKS_PER_STREAM = 100

@@ -27,7 +27,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from fastmcp_temporal.server.wire import CreateTaskResult, GetTaskResult
+from fastmcp_temporal.server.wire import TERMINAL_STATUSES, CreateTaskResult, GetTaskResult
 
 #: The first interval of every task; never above the tool's own interval.
 FLOOR_MS = 200
@@ -35,7 +35,6 @@ FLOOR_MS = 200
 AGE_SHARE = 0.05
 #: ...and by this share of the time since its last state change.
 SILENCE_SHARE = 0.1
-_TERMINAL = frozenset({"completed", "failed", "cancelled"})
 _Task = TypeVar("_Task", CreateTaskResult, GetTaskResult)
 
 
@@ -56,7 +55,7 @@ def _parse(stamp: str) -> datetime:
 def adapt(task: _Task, now: datetime | None = None) -> _Task:
     """``task`` with its ``pollIntervalMs`` for this moment; its stored value is the ceiling."""
     ceiling = task.poll_interval_ms
-    if ceiling is None or task.status in _TERMINAL:
+    if ceiling is None or task.status in TERMINAL_STATUSES:
         return task
     current = interval_ms(
         created_at=_parse(task.created_at),

@@ -29,11 +29,11 @@ from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.engine import TaskEngine, workflow_id_for
-from fastmcp_temporal.server.wire import GetTaskResult
+from fastmcp_temporal.server.poll_interval import FLOOR_MS
+from fastmcp_temporal.server.wire import TERMINAL_STATUSES, GetTaskResult
 
 #: Upper bound of one long poll; the server answers earlier (empty) when its own window ends.
 LONG_POLL_TIMEOUT = timedelta(seconds=70)
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 #: Fields that change between reads without the task changing.
 _VOLATILE = {"poll_interval_ms"}
 
@@ -72,9 +72,9 @@ async def watch(
         while not is_terminal(current):
             if waiting is None:
                 waiting = asyncio.ensure_future(history.next_change())
-            timer = (current.poll_interval_ms or 0) / 1000 if progress else None
-            if current.status != "working":
-                timer = None
+            timer = None  # only a running leg changes (its progress) outside the history
+            if progress and current.status == "working":
+                timer = (current.poll_interval_ms or FLOOR_MS) / 1000
             done, _ = await asyncio.wait({waiting}, timeout=timer)
             if waiting in done:
                 if not waiting.result():

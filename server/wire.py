@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from fastmcp_temporal.workflows.models import TaskStatus, TaskView
 
 _MAX_ECHOED_ID = 80
+#: Statuses a task never leaves (SEP-2663).
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 
 def iso(moment: datetime) -> str:
