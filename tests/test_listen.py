@@ -15,6 +15,7 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from tests.helpers import eventually
 from tests.wire import RawMcp
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -166,17 +167,26 @@ async def test_bad_task_ids_are_a_clear_error(url: str) -> None:
     assert reply["error"]["code"] == -32602
 
 
-async def test_a_client_that_goes_away_leaves_the_server_serving(url: str) -> None:
-    """Closing the stream mid-watch stops it; the same task can be watched again to its end."""
+async def test_a_client_that_goes_away_stops_its_watches(url: str) -> None:
+    """Closing the stream mid-watch ends every watch; the task can be watched again."""
     alice = RawMcp(url, bearer="alice")
     task_id = await start(alice, "interview")
     listen = {"notifications": {"taskIds": [task_id]}}
     async with alice.stream("subscriptions/listen", listen) as (_, messages):
         assert (await anext(messages))["method"] == "notifications/subscriptions/acknowledged"
+        assert (await anext(messages))["params"]["taskId"] == task_id
+        assert _watches(), "the stream follows its task"
+    # The server runs in this process: its watch tasks are ours to see.
+    await eventually(lambda: not _watches(), timeout=15)
     async with alice.stream("subscriptions/listen", listen) as (_, messages):
         assert (await anext(messages))["params"]["notifications"]["taskIds"] == [task_id]
-        first = (await anext(messages))["params"]
-        assert first["taskId"] == task_id
+        assert (await anext(messages))["params"]["taskId"] == task_id
+
+
+def _watches() -> list[asyncio.Task[object]]:
+    """The server's running task watches: listen followers and history long polls."""
+    names = {"_follow", "next_change"}
+    return [task for task in asyncio.all_tasks() if task.get_coro().__name__ in names]
 
 
 async def test_a_front_end_without_a_worker_pushes_what_another_worker_does(
