@@ -291,3 +291,24 @@ __all__ = [
     "validate_tool_input",
     "workflow_run_signature",
 ]
+
+
+# -- subscriptions/listen ---------------------------------------------------------
+
+
+# Why: FastMCP builds its low-level server without a ``subscriptions/listen``
+# handler and offers no public way to add one -- ``MethodBinding`` refuses spec
+# methods by design, and FastMCP exposes no ``SubscriptionBus``. The SDK's
+# low-level ``Server.add_request_handler`` is public; only the way to FastMCP's
+# low-level server (``FastMCP._mcp_server``) is not. Registering the handler
+# also makes the SDK advertise ``listChanged``/``subscribe``, which FastMCP never
+# publishes to a listen stream: our handler acknowledges only ``taskIds``.
+# Delete when FastMCP serves ``subscriptions/listen`` itself with a pluggable
+# handler or lets an extension contribute events (``taskIds``) to its stream.
+def serve_listen(server: FastMCP, handler: Any) -> None:
+    """Make ``handler`` the server's ``subscriptions/listen`` handler."""
+    from mcp_types import SubscriptionsListenRequestParams
+
+    server._mcp_server.add_request_handler(
+        "subscriptions/listen", SubscriptionsListenRequestParams, handler
+    )

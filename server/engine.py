@@ -4,8 +4,8 @@
 |----------------------------|-------------------------------------------------------|
 | ``tools/call`` -> task     | ``start_workflow`` (returns once the start is durable) |
 | ``tasks/get`` (open)       | ``describe``: memo of the last state change + the leg's |
-|                            | heartbeat; query ``mcp_task`` while an answer to a      |
-|                            | parked task may be pending                              |
+|                            | heartbeat; a parked task's unapplied answers from the   |
+|                            | history's tail (``pending_input``)                      |
 | ``tasks/get`` (closed)     | the finished view in the memo; a big one from the       |
 |                            | workflow's result / failure (``task_records``)          |
 | ``tasks/update``           | signal ``mcp_input`` (durable when the RPC returns)    |
@@ -35,13 +35,16 @@ from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
     WorkflowHandle,
-    WorkflowQueryFailedError,
-    WorkflowQueryRejectedError,
 )
-from temporalio.common import QueryRejectCondition
 from temporalio.service import RPCError, RPCStatusCode
 
+from fastmcp_temporal.server import poll_interval
 from fastmcp_temporal.server.client_values import unstorable_field, validation_problems
+from fastmcp_temporal.server.pending_input import (
+    StaleDescription,
+    unapplied_answers,
+    with_answers,
+)
 from fastmcp_temporal.server.scope import lookup_tags, scope_tag
 from fastmcp_temporal.server.starter import ToolOptions, WorkflowStarter
 from fastmcp_temporal.server.task_records import TaskDescription, TaskRecords
@@ -55,7 +58,6 @@ from fastmcp_temporal.server.wire import (
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     INPUT_SIGNAL,
-    VIEW_QUERY,
     CallerSnapshot,
     InputDelivery,
     LegPolicy,
@@ -69,6 +71,8 @@ from fastmcp_temporal.workflows.task_workflow import (
 
 #: Temporal rejects payloads of 2 MB or more: the ceiling without external storage.
 INLINE_LIMIT_BYTES = 1_900_000
+#: Re-reads when the workflow applies a change between ``describe`` and the history read.
+_STALE_RETRIES = 3
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 _RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
     "elicitation/create": TypeAdapter(mcp_types.ElicitResult),
@@ -182,7 +186,7 @@ class TaskEngine:
             # workflow task directly instead of a round trip through its poller.
             request_eager_start=self.eager_start,
         )
-        return CreateTaskResult(
+        created = CreateTaskResult(
             task_id=task_id,
             status="working",
             created_at=iso(created_at),
@@ -190,6 +194,7 @@ class TaskEngine:
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_interval_ms,
         )
+        return poll_interval.adapt(created, now=created_at)
 
     def _check_payload_size(
         self, value: TaskStart | InputDelivery, client_part: Any, root: str, what: str
@@ -212,35 +217,34 @@ class TaskEngine:
         its heartbeat details, so ``describe`` alone is the last durable state
         (about 2 ms, no worker involved). A pending workflow task that applies a
         finished leg or the start changes nothing a client has seen yet: the
-        task is ``working`` until the workflow records otherwise. One case needs
-        the workflow itself: a parked task with a pending workflow task may be
-        applying a ``tasks/update``; its query is served only after that change,
-        so a poll right after ``tasks/update`` sees its effect (answered keys
-        gone). Querying only then keeps polls off the worker's hot path.
+        task is ``working`` until the workflow records otherwise. A parked task
+        with a pending workflow task may hold a ``tasks/update`` the workflow
+        has not applied: its answers are read from the history's unapplied tail
+        (``pending_input``), so a poll right after ``tasks/update`` sees its
+        effect with or without a worker, and no read waits on a worker.
         """
         handle, description = await self._locate(task_id, scope)
-        if description.status != WorkflowExecutionStatus.RUNNING:
-            return await self.records.closed_view(task_id, handle, description.status, description)
-        view = await self.records.memo_view(task_id, description)
-        if view.status == "input_required" and description.has_pending_workflow_task:
-            try:
-                view = await handle.query(
-                    VIEW_QUERY,
-                    result_type=TaskView,
-                    reject_condition=QueryRejectCondition.NOT_OPEN,
-                    rpc_timeout=self.query_timeout,
+        for attempt in range(_STALE_RETRIES):
+            if attempt:
+                description = await self.records.describe(task_id, handle.id)
+            if description.status != WorkflowExecutionStatus.RUNNING:
+                closed = await self.records.closed_view(
+                    task_id, handle, description.status, description
                 )
-            except WorkflowQueryRejectedError as rejected:  # it closed meanwhile
-                return await self.records.closed_view(task_id, handle, rejected.status)
-            except (RPCError, WorkflowQueryFailedError):
-                # No worker could answer in time (or it could not decrypt the
-                # task): the memo still has the last state change.
-                pass
+                return poll_interval.adapt(closed)
+            view = await self.records.memo_view(task_id, description)
+            if view.status == "input_required" and description.has_pending_workflow_task:
+                try:
+                    answers = await unapplied_answers(self.client, description)
+                except StaleDescription:
+                    continue  # the workflow just applied a change: read again (then the memo)
+                view = with_answers(view, answers)
+            break
         if view.status in ("working", "input_required") and (
             body := await self.records.progress(description)
         ):
-            return GetTaskResult.from_view(view, body.message, body.changed_at)
-        return GetTaskResult.from_view(view)
+            return poll_interval.adapt(GetTaskResult.from_view(view, body.message, body.changed_at))
+        return poll_interval.adapt(GetTaskResult.from_view(view))
 
     # -- tasks/update ---------------------------------------------------------
 

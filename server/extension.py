@@ -66,6 +66,7 @@ from fastmcp_temporal.server.creation import create_task
 from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR
 from fastmcp_temporal.server.embedded import EmbeddedServer
 from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.listen import TaskListenHandler
 from fastmcp_temporal.server.payload_store import PayloadStoreSettings, with_payload_storage
 from fastmcp_temporal.server.payload_sweep import sweeping
 from fastmcp_temporal.server.plugin import McpTasksPlugin
@@ -122,7 +123,7 @@ class TemporalTasks(ServerExtension):
             ``fastmcp_temporal.server.codec.task_data_converter(key)``.
         data_dir: Where the embedded dev server keeps its SQLite file.
         ui: Start the embedded dev server's Web UI.
-        query_timeout: Upper bound for one ``tasks/get`` round trip to a worker.
+        query_timeout: Upper bound for each Temporal call of a ``tasks/get``.
         leg_policy: Timeouts and retries of each tool leg.
         max_rounds: How many legs one task may run.
         encryption_key: Encrypt every payload at rest (AES-256-GCM): a 32-byte key
@@ -399,6 +400,8 @@ class TemporalTasks(ServerExtension):
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
+            # Task status pushed on subscriptions/listen (see ``listen``).
+            _compat.serve_listen(self.server, TaskListenHandler(lambda: self.engine))
             install_progress_bridge()
             stack.callback(uninstall_progress_bridge)
             if self._run_worker:

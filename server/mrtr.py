@@ -25,6 +25,7 @@ no longer outstanding are ignored and the same task comes back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from datetime import timedelta
@@ -38,11 +39,11 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from fastmcp_temporal.server.creation import create_task
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.scope import task_scope
+from fastmcp_temporal.server.task_watch import watch
 from fastmcp_temporal.server.wire import CreateTaskResult, GetTaskResult, invalid_params
 
 _STATE_PREFIX = "fastmcp-temporal.mrtr:"
 _INPUT_REQUEST = TypeAdapter(mcp_types.InputRequest)
-_WATCH_INTERVAL_S = 0.02
 
 
 class PendingTask(BaseModel):
@@ -70,18 +71,26 @@ async def first_round(
     tool_name: str,
     window: timedelta,
 ) -> CreateTaskResult | ToolResult:
-    """Watch a just-created task for ``window``; an early ask or result goes back inline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + window.total_seconds()
-    while loop.time() < deadline:
-        view = await engine.get(created.task_id, scope)
-        if view.status == "input_required" and view.input_requests:
-            return _ask(view, created, scope=scope, tool_name=tool_name)
-        if view.status == "completed" and view.result is not None:
-            return ToolResult.from_mcp_result(mcp_types.CallToolResult.model_validate(view.result))
-        if view.status != "working":
-            break
-        await asyncio.sleep(_WATCH_INTERVAL_S)
+    """Watch a just-created task for ``window``; an early ask or result goes back inline.
+
+    The watch long-polls the task's history (``task_watch``): no read happens
+    until the workflow records something, and the first leg's outcome is seen
+    as soon as Temporal has it. With no worker to take the task in time, the
+    client gets the task.
+    """
+    with contextlib.suppress(TimeoutError):
+        async with (
+            asyncio.timeout(window.total_seconds()),
+            contextlib.aclosing(watch(engine, created.task_id, scope)) as views,
+        ):
+            async for view in views:
+                if view.status == "input_required" and view.input_requests:
+                    return _ask(view, created, scope=scope, tool_name=tool_name)
+                if view.status == "completed" and view.result is not None:
+                    result = mcp_types.CallToolResult.model_validate(view.result)
+                    return ToolResult.from_mcp_result(result)
+                if view.status != "working":
+                    break
     return created
 
 

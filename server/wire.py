@@ -22,6 +22,8 @@ from fastmcp_temporal.workflows.models import TaskStatus, TaskView
 
 _MAX_ECHOED_ID = 80
 _ENDED_WITHOUT_MESSAGE = frozenset({"completed", "cancelled"})
+#: Statuses a task never leaves (SEP-2663).
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 
 def iso(moment: datetime) -> str:

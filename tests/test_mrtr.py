@@ -17,8 +17,10 @@ import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.utilities.tests import run_server_async
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
 
-from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal import McpTasksPlugin, TemporalTasks
 from tests.wire import RawMcp
 
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -158,3 +160,27 @@ async def test_a_request_state_only_works_for_its_caller_and_tool(
         "tools/call", round_two("welcome", key, "Alice", first["requestState"])
     )
     assert retry["resultType"] == "task"
+
+
+async def test_with_no_worker_in_time_the_client_gets_the_task(
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """The first round waits on the task's history, not on a worker: none came, so a task."""
+    extension = temporal_tasks(
+        run_worker=False, mrtr_first_tools={"welcome"}, mrtr_window=timedelta(milliseconds=500)
+    )
+    mcp = build(extension)
+    async with run_server_async(mcp) as server_url:
+        alice = RawMcp(server_url, bearer="alice")
+        tasked = await alice.result("tools/call", {"name": "welcome", "arguments": {}})
+        assert tasked["resultType"] == "task" and tasked["status"] == "working"
+        async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
+            for _ in range(400):
+                task = await alice.result("tasks/get", {"taskId": tasked["taskId"]})
+                if task["status"] != "working":
+                    break
+                await asyncio.sleep(0.05)
+        assert task["status"] == "input_required"
+        assert [r["method"] for r in task["inputRequests"].values()] == ["elicitation/create"]

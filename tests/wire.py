@@ -7,8 +7,10 @@ garbage) and to read the exact bytes the server answers.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -32,6 +34,45 @@ class RawMcp:
         headers: dict[str, str] | None = None,
     ) -> tuple[int, dict[str, Any]]:
         """Send one request; return the HTTP status and the JSON-RPC response."""
+        request_headers, payload = self._request(method, params, declare_tasks, headers)
+        # ASCII JSON, as JavaScript's JSON.stringify sends it: a lone surrogate
+        # travels as its escape, "\ud800" (httpx's json= cannot encode one).
+        content = json.dumps(payload).encode()
+        async with httpx.AsyncClient(timeout=30) as http:
+            response = await http.post(self.url, content=content, headers=request_headers)
+        return response.status_code, _parse(response)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, method: str, params: dict[str, Any] | None = None, *, declare_tasks: bool = True
+    ) -> AsyncIterator[tuple[int, AsyncIterator[dict[str, Any]]]]:
+        """Send one request and read its SSE stream message by message, as they arrive.
+
+        Leaving the block closes the connection: the client goes away mid-stream.
+        """
+        request_headers, payload = self._request(method, params, declare_tasks, None)
+        async with (
+            httpx.AsyncClient(timeout=httpx.Timeout(30, read=None)) as http,
+            http.stream("POST", self.url, json=payload, headers=request_headers) as response,
+        ):
+
+            async def messages() -> AsyncIterator[dict[str, Any]]:
+                if response.headers.get("content-type", "").startswith("application/json"):
+                    yield json.loads(await response.aread())  # an error before the stream
+                    return
+                async for line in response.aiter_lines():
+                    if line.startswith("data:") and line[5:].strip():
+                        yield json.loads(line[5:])
+
+            yield payload["id"], messages()
+
+    def _request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        declare_tasks: bool,
+        headers: dict[str, str] | None,
+    ) -> tuple[dict[str, str], dict[str, Any]]:
         capabilities: dict[str, Any] = {"elicitation": {}}
         if declare_tasks:
             capabilities["extensions"] = {TASKS: {}}
@@ -55,12 +96,7 @@ class RawMcp:
             request_headers["Authorization"] = f"Bearer {self._bearer}"
         request_headers.update(headers or {})
         payload = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": body_params}
-        # ASCII JSON, as JavaScript's JSON.stringify sends it: a lone surrogate
-        # travels as its escape, "\ud800" (httpx's json= cannot encode one).
-        content = json.dumps(payload).encode()
-        async with httpx.AsyncClient(timeout=30) as http:
-            response = await http.post(self.url, content=content, headers=request_headers)
-        return response.status_code, _parse(response)
+        return request_headers, payload
 
     async def result(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         status, body = await self.call(method, params)

@@ -1,0 +1,118 @@
+"""A parked task's answers that Temporal holds but the workflow has not applied yet.
+
+``tasks/update`` is a signal: durable in the workflow's history when the RPC
+returns, applied when a worker next runs the workflow. Until then the memo
+still lists the answered keys as outstanding. Asking the workflow (a query)
+would show the answer, but only with a worker up; with none, the query waits
+its whole timeout and the poll still shows the stale keys.
+
+So the read path asks Temporal's records instead: the events after the
+workflow's last completed workflow task are exactly the changes it has not
+applied, and the ``mcp_input`` signals among them are acknowledged answers.
+Reading them is one short ``GetWorkflowExecutionHistoryReverse`` (newest
+events first, stopping at that boundary), with or without a worker, and no
+worker is disturbed. Applying them to the memo's view follows the workflow's
+own signal handler (``deliver_input``): answered keys leave the outstanding
+set; when none is left the task is ``working`` again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+from temporalio.client import Client
+
+from fastmcp_temporal.server.codec import PayloadDecryptionError
+from fastmcp_temporal.server.task_records import TaskDescription
+from fastmcp_temporal.workflows.models import INPUT_SIGNAL, InputDelivery, TaskView
+
+#: Events per page; the unapplied tail of a parked task is a handful of events.
+_PAGE_SIZE = 16
+
+
+class StaleDescription(Exception):
+    """The history moved past the ``describe`` it is compared with; describe again."""
+
+
+async def unapplied_answers(
+    client: Client, description: TaskDescription
+) -> list[tuple[datetime, InputDelivery]]:
+    """The ``mcp_input`` signals the workflow has not applied yet, in history order."""
+    info = description.raw.workflow_execution_info
+    request = GetWorkflowExecutionHistoryReverseRequest(
+        namespace=client.namespace,
+        execution=WorkflowExecution(
+            workflow_id=info.execution.workflow_id, run_id=info.execution.run_id
+        ),
+        maximum_page_size=_PAGE_SIZE,
+    )
+    signals: list[HistoryEvent] = []
+    first_page = True
+    while True:
+        response = await client.workflow_service.get_workflow_execution_history_reverse(
+            request, retry=True
+        )
+        events = list(response.history.events)
+        if first_page and events and events[0].event_id > info.history_length:
+            # A workflow task completed after the describe: its memo is stale.
+            raise StaleDescription()
+        first_page = False
+        for event in events:
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                return await _decode(client, reversed(signals))
+            attributes = event.workflow_execution_signaled_event_attributes
+            if (
+                event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+                and attributes.signal_name == INPUT_SIGNAL
+            ):
+                signals.append(event)
+        if not response.next_page_token:
+            return await _decode(client, reversed(signals))
+        request.next_page_token = response.next_page_token
+
+
+async def _decode(
+    client: Client, signals: Iterable[HistoryEvent]
+) -> list[tuple[datetime, InputDelivery]]:
+    deliveries: list[tuple[datetime, InputDelivery]] = []
+    for event in signals:
+        payloads = list(event.workflow_execution_signaled_event_attributes.input.payloads)
+        try:
+            (delivery,) = await client.data_converter.decode(payloads, [InputDelivery])
+        except PayloadDecryptionError:
+            continue  # encrypted under a key this server lacks: the memo stays the answer
+        deliveries.append((event.event_time.ToDatetime(tzinfo=UTC), delivery))
+    return deliveries
+
+
+def with_answers(view: TaskView, deliveries: list[tuple[datetime, InputDelivery]]) -> TaskView:
+    """``view`` as the workflow will show it once it applied ``deliveries``."""
+    if view.status != "input_required":
+        return view
+    outstanding = dict(view.input_requests or {})
+    last_updated_at = view.last_updated_at
+    for received_at, delivery in deliveries:
+        answered = [key for key in delivery.responses if key in outstanding]
+        for key in answered:
+            del outstanding[key]
+        if answered:
+            last_updated_at = received_at
+    if outstanding == (view.input_requests or {}):
+        return view
+    if outstanding:
+        return view.model_copy(
+            update={"input_requests": outstanding, "last_updated_at": last_updated_at}
+        )
+    return view.model_copy(
+        update={
+            "status": "working",
+            "status_message": None,
+            "input_requests": None,
+            "last_updated_at": last_updated_at,
+        }
+    )

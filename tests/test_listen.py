@@ -1,0 +1,211 @@
+"""Task status pushed on ``subscriptions/listen`` (SEP-2663 R43-R46), over real streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import mcp_types
+import pytest
+from fastmcp import Context, FastMCP
+from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from fastmcp.utilities.tests import run_server_async
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
+
+from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from tests.helpers import eventually
+from tests.wire import RawMcp
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+
+
+def build(extension: TemporalTasks) -> FastMCP:
+    verifier = StaticTokenVerifier(
+        tokens={
+            "alice": {"client_id": "app", "sub": "alice", "scopes": []},
+            "bob": {"client_id": "app", "sub": "bob", "scopes": []},
+        }
+    )
+    mcp = FastMCP("listen", auth=verifier)
+    mcp.add_extension(extension)
+
+    @mcp.tool(task=True)
+    async def interview(ctx: Context) -> str:
+        """Two rounds of questions, progress in between, then the answer."""
+        answers = [
+            response.content["answer"]
+            for response in (ctx.input_responses or {}).values()
+            if isinstance(response, mcp_types.ElicitResult) and response.content
+        ]
+        state = ctx.request_state or ""
+        if state.startswith("name="):
+            return f"{state.removeprefix('name=')} likes {answers[0]}"
+        if answers:
+            await ctx.report_progress(1, 2, "thinking it over")
+            await asyncio.sleep(1.5)
+        question = "color" if answers else "name"
+        return mcp_types.InputRequiredResult(  # type: ignore[return-value]
+            input_requests={
+                question: mcp_types.ElicitRequest(
+                    params=mcp_types.ElicitRequestFormParams(
+                        message=f"Your {question}?", requested_schema=SCHEMA
+                    )
+                )
+            },
+            request_state=f"name={answers[0]}" if answers else "start",
+        )
+
+    @mcp.tool(task=True)
+    async def nap() -> str:
+        await asyncio.sleep(0.5)
+        return "rested"
+
+    return mcp
+
+
+@pytest.fixture
+async def url(temporal_tasks: Callable[..., TemporalTasks]) -> AsyncIterator[str]:
+    async with run_server_async(build(temporal_tasks())) as server_url:
+        yield server_url
+
+
+async def start(raw: RawMcp, tool: str) -> str:
+    created = await raw.result("tools/call", {"name": tool, "arguments": {}})
+    assert created["resultType"] == "task", created
+    return created["taskId"]
+
+
+async def answer(raw: RawMcp, task_id: str, frame: dict[str, Any], text: str) -> None:
+    (key,) = frame["inputRequests"]
+    update = {key: {"action": "accept", "content": {"answer": text}}}
+    await raw.result("tasks/update", {"taskId": task_id, "inputResponses": update})
+
+
+async def test_the_stream_pushes_every_transition_of_the_callers_own_tasks(url: str) -> None:
+    alice, bob = RawMcp(url, bearer="alice"), RawMcp(url, bearer="bob")
+    mine = await start(alice, "interview")
+    theirs = await start(bob, "nap")
+    listen = {"notifications": {"taskIds": [theirs, mine, "no-such-task-0123456789"]}}
+    frames: list[dict[str, Any]] = []
+    async with alice.stream("subscriptions/listen", listen) as (subscription_id, messages):
+        ack = await anext(messages)
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        # Only her own task; bob's and the unknown id are left out alike.
+        assert ack["params"]["notifications"] == {"taskIds": [mine]}
+        assert ack["params"]["_meta"][SUBSCRIPTION_ID] == subscription_id
+        async for message in messages:
+            if "id" in message:  # the graceful end: the listen request's result
+                assert message["id"] == subscription_id
+                assert message["result"]["_meta"][SUBSCRIPTION_ID] == subscription_id
+                break
+            assert message["method"] == "notifications/tasks", message
+            params = message["params"]
+            assert params.pop("_meta") == {SUBSCRIPTION_ID: subscription_id}
+            assert params["taskId"] == mine and "resultType" not in params
+            frames.append(params)
+            if params["status"] == "input_required" and params["inputRequests"]:
+                key = next(iter(params["inputRequests"]))
+                await answer(alice, mine, params, "Alice" if key.endswith("name") else "teal")
+        else:
+            pytest.fail("the stream ended without its result")
+
+    statuses = [frame["status"] for frame in frames]
+    changes = [status for i, status in enumerate(statuses) if i == 0 or statuses[i - 1] != status]
+    asked = [next(iter(f["inputRequests"])) for f in frames if f["status"] == "input_required"]
+    assert [key.split(".")[-1] for key in asked] == ["name", "color"]
+    # The first frame is the task when the stream opened (working, or already
+    # asking); after that every transition: working again after the first
+    # answer (the leg takes 1.5 s), then the second question and the result.
+    assert changes[changes.index("input_required") :] in (
+        ["input_required", "working", "input_required", "completed"],
+        ["input_required", "working", "input_required", "working", "completed"],
+    )
+    assert "thinking it over" in [frame.get("statusMessage") for frame in frames]
+    assert frames[-1]["result"]["content"][0]["text"] == "Alice likes teal"
+    final = await alice.result("tasks/get", {"taskId": mine})
+    final.pop("resultType")
+    final.pop("_meta", None)  # the server stamps its info on results, not on notifications
+    assert frames[-1] == final
+
+
+async def test_no_progress_or_log_notifications_ride_the_stream(url: str) -> None:
+    alice = RawMcp(url, bearer="alice")
+    task_id = await start(alice, "interview")
+    listen = {"notifications": {"taskIds": [task_id]}}
+    async with alice.stream("subscriptions/listen", listen) as (_, messages):
+        methods = []
+        async for message in messages:
+            if "id" in message:
+                break
+            methods.append(message["method"])
+            if message["method"] == "notifications/tasks":
+                params = message["params"]
+                if params["status"] == "input_required":
+                    key = next(iter(params["inputRequests"]))
+                    await answer(alice, task_id, params, "Bo" if key.endswith("name") else "red")
+    assert set(methods) == {"notifications/subscriptions/acknowledged", "notifications/tasks"}
+
+
+async def test_listening_for_tasks_needs_the_extension(url: str) -> None:
+    alice = RawMcp(url, bearer="alice")
+    task_id = await start(alice, "nap")
+    listen = {"notifications": {"taskIds": [task_id]}}
+    async with alice.stream("subscriptions/listen", listen, declare_tasks=False) as (_, messages):
+        (reply,) = [message async for message in messages]
+    assert reply["error"]["code"] == -32021
+
+
+async def test_bad_task_ids_are_a_clear_error(url: str) -> None:
+    alice = RawMcp(url, bearer="alice")
+    async with alice.stream(
+        "subscriptions/listen", {"notifications": {"taskIds": "not-a-list"}}
+    ) as (_, messages):
+        (reply,) = [message async for message in messages]
+    assert reply["error"]["code"] == -32602
+
+
+async def test_a_client_that_goes_away_stops_its_watches(url: str) -> None:
+    """Closing the stream mid-watch ends every watch; the task can be watched again."""
+    alice = RawMcp(url, bearer="alice")
+    task_id = await start(alice, "interview")
+    listen = {"notifications": {"taskIds": [task_id]}}
+    async with alice.stream("subscriptions/listen", listen) as (_, messages):
+        assert (await anext(messages))["method"] == "notifications/subscriptions/acknowledged"
+        assert (await anext(messages))["params"]["taskId"] == task_id
+        assert _watches(), "the stream follows its task"
+    # The server runs in this process: its watch tasks are ours to see.
+    await eventually(lambda: not _watches(), timeout=15)
+    async with alice.stream("subscriptions/listen", listen) as (_, messages):
+        assert (await anext(messages))["params"]["notifications"]["taskIds"] == [task_id]
+        assert (await anext(messages))["params"]["taskId"] == task_id
+
+
+def _watches() -> list[asyncio.Task[object]]:
+    """The server's running task watches: listen followers and history long polls."""
+    names = {"_follow", "next_change"}
+    return [task for task in asyncio.all_tasks() if task.get_coro().__name__ in names]
+
+
+async def test_a_front_end_without_a_worker_pushes_what_another_worker_does(
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """The stream's front end runs no worker: it learns of every change from Temporal."""
+    mcp = build(temporal_tasks(run_worker=False))
+    async with run_server_async(mcp) as front_end:
+        alice = RawMcp(front_end, bearer="alice")
+        task_id = await start(alice, "nap")
+        listen = {"notifications": {"taskIds": [task_id]}}
+        async with alice.stream("subscriptions/listen", listen) as (_, messages):
+            assert (await anext(messages))["params"]["notifications"]["taskIds"] == [task_id]
+            assert (await anext(messages))["params"]["status"] == "working"
+            async with Worker(
+                temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]
+            ):
+                done = await anext(messages)
+        assert done["params"]["status"] == "completed"
+        assert done["params"]["result"]["content"][0]["text"] == "rested"

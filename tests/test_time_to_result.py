@@ -1,0 +1,164 @@
+"""Time to result: the polling interval a task advertises, and reads that never wait on a worker."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import mcp_types
+from fastmcp import Client, Context, FastMCP
+from fastmcp.utilities.tasks import TaskConfig
+from fastmcp_tasks import call_tool_task
+from fastmcp_tasks.client import _send_update
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
+
+from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from fastmcp_temporal.server.poll_interval import FLOOR_MS, SILENCE_SHARE, adapt, interval_ms
+from fastmcp_temporal.server.wire import GetTaskResult, iso
+from tests.test_lifecycle import answers
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_interval_starts_at_the_floor_and_grows_with_age_and_silence() -> None:
+    def interval(age: float, silence: float, ceiling: int = 5000) -> int:
+        return interval_ms(
+            created_at=T0, last_updated_at=_at(age - silence), now=_at(age), ceiling_ms=ceiling
+        )
+
+    assert interval(0, 0) == FLOOR_MS <= 250
+    assert interval(2, 2) == FLOOR_MS  # the first two seconds at the floor
+    assert interval(3, 3) == 300  # silent: 10 % of the silence
+    assert interval(10, 10) == 1000
+    assert interval(10, 0) == 500  # just changed state, but old: 5 % of the age
+    assert interval(10, 4) == 500
+    assert interval(10, 8) == 800
+    assert interval(50, 50) == 5000  # a silent task reaches the default at 50 s
+    assert interval(3600, 3600) == 5000  # and never goes above it
+
+
+def test_an_explicit_interval_is_the_ceiling() -> None:
+    assert interval_ms(created_at=T0, last_updated_at=T0, now=_at(60), ceiling_ms=1000) == 1000
+    assert interval_ms(created_at=T0, last_updated_at=T0, now=T0, ceiling_ms=50) == 50
+
+
+def test_finished_tasks_keep_the_tool_interval() -> None:
+    done = GetTaskResult(
+        task_id="t" * 16,
+        status="completed",
+        created_at=iso(T0),
+        last_updated_at=iso(_at(1)),
+        ttl_ms=60_000,
+        poll_interval_ms=5000,
+        result={"content": []},
+    )
+    assert adapt(done, now=_at(2)).poll_interval_ms == 5000
+    running = done.model_copy(update={"status": "working", "result": None})
+    assert adapt(running, now=_at(21)).poll_interval_ms == 2000
+
+
+async def test_create_and_get_carry_the_current_interval(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    mcp = FastMCP("intervals")
+    mcp.add_extension(temporal_tasks())
+    release = asyncio.Event()
+
+    @mcp.tool(task=True)
+    async def quiet() -> str:
+        await release.wait()
+        return "done"
+
+    @mcp.tool(task=TaskConfig(mode="optional", poll_interval=timedelta(milliseconds=150)))
+    async def eager() -> str:
+        await release.wait()
+        return "done"
+
+    async with Client(mcp) as client:
+        quiet_task = await call_tool_task(client, "quiet", {})
+        eager_task = await call_tool_task(client, "eager", {})
+        assert quiet_task.create_result.poll_interval_ms == FLOOR_MS
+        assert eager_task.create_result.poll_interval_ms == 150  # the tool's own ceiling
+        await asyncio.sleep(2.5)
+        polled = await quiet_task.status()
+        assert polled.status == "working"
+        age_ms = (datetime.now(UTC) - _when(polled.created_at)).total_seconds() * 1000
+        # A share of the silence since creation; the poll happened a moment before ``now``.
+        assert SILENCE_SHARE * 2500 <= polled.poll_interval_ms <= SILENCE_SHARE * age_ms + 1
+        assert (await eager_task.status()).poll_interval_ms == 150
+        release.set()
+        assert (await quiet_task.result()).data == "done"
+        assert (await quiet_task.status()).poll_interval_ms == 5000
+
+
+def _when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def _two_questions() -> mcp_types.InputRequiredResult:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+    }
+    return mcp_types.InputRequiredResult(
+        input_requests={
+            key: mcp_types.ElicitRequest(
+                params=mcp_types.ElicitRequestFormParams(message=key, requested_schema=schema)
+            )
+            for key in ("first", "second")
+        }
+    )
+
+
+async def test_reads_without_a_worker_show_an_acknowledged_update(
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """No worker: ``tasks/get`` after ``tasks/update`` shows the keys answered, never waits.
+
+    The query timeout is far longer than the guard around each read, so a read
+    that asked a worker (the old path) would fail here instead of degrading.
+    """
+    mcp = FastMCP("front-end")
+    mcp.add_extension(temporal_tasks(run_worker=False, query_timeout=timedelta(seconds=120)))
+
+    @mcp.tool(task=True)
+    async def survey(ctx: Context) -> str:
+        given = answers(ctx)
+        if not given:
+            return _two_questions()  # type: ignore[return-value]
+        return f"{given['first']} and {given['second']}"
+
+    def accept(text: str) -> dict[str, Any]:
+        return {"action": "accept", "content": {"answer": text}}
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "survey", {})
+        async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
+            parked = await task.wait(state="input_required", timeout=20)
+        first, second = sorted(parked.input_requests)
+        # The worker is gone. Half an answer: the other key is still outstanding.
+        await _send_update(client.session, task.task_id, {first: accept("tea")})
+        half = await asyncio.wait_for(task.status(), timeout=15)
+        assert half.status == "input_required"
+        assert list(half.input_requests) == [second]
+        assert _when(half.last_updated_at) > _when(parked.last_updated_at)
+        # The rest: the task is working again, though no worker has applied anything.
+        await _send_update(client.session, task.task_id, {second: accept("cake")})
+        answered = await asyncio.wait_for(task.status(), timeout=15)
+        assert answered.status == "working"
+        assert not answered.input_requests
+        # Answering an already answered key changes nothing.
+        await _send_update(client.session, task.task_id, {first: accept("coffee")})
+        assert (await asyncio.wait_for(task.status(), timeout=15)).status == "working"
+        async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
+            assert (await task.result()).data == "tea and cake"
