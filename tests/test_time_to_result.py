@@ -10,14 +10,14 @@ from typing import Any
 import mcp_types
 from fastmcp import Client, Context, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
-from fastmcp_tasks import call_tool_task
-from fastmcp_tasks.client import _send_update
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from fastmcp_temporal.client import call_tool_task, update_task
 from fastmcp_temporal.server.poll_interval import FLOOR_MS, SILENCE_SHARE, adapt, interval_ms
 from fastmcp_temporal.server.wire import GetTaskResult, iso
+from tests.helpers import declares_elicitation
 from tests.test_lifecycle import answers
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -141,24 +141,24 @@ async def test_reads_without_a_worker_show_an_acknowledged_update(
     def accept(text: str) -> dict[str, Any]:
         return {"action": "accept", "content": {"answer": text}}
 
-    async with Client(mcp) as client:
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "survey", {})
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
             parked = await task.wait(state="input_required", timeout=20)
         first, second = sorted(parked.input_requests)
         # The worker is gone. Half an answer: the other key is still outstanding.
-        await _send_update(client.session, task.task_id, {first: accept("tea")})
+        await update_task(client.session, task.task_id, {first: accept("tea")})
         half = await asyncio.wait_for(task.status(), timeout=15)
         assert half.status == "input_required"
         assert list(half.input_requests) == [second]
         assert _when(half.last_updated_at) > _when(parked.last_updated_at)
         # The rest: the task is working again, though no worker has applied anything.
-        await _send_update(client.session, task.task_id, {second: accept("cake")})
+        await update_task(client.session, task.task_id, {second: accept("cake")})
         answered = await asyncio.wait_for(task.status(), timeout=15)
         assert answered.status == "working"
         assert not answered.input_requests
         # Answering an already answered key changes nothing.
-        await _send_update(client.session, task.task_id, {first: accept("coffee")})
+        await update_task(client.session, task.task_id, {first: accept("coffee")})
         assert (await asyncio.wait_for(task.status(), timeout=15)).status == "working"
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
             assert (await task.result()).data == "tea and cake"
