@@ -211,7 +211,7 @@ async def test_the_task_page_renders_tool_and_status_in_chromium(
     temporal_server: DevServer, temporal_tasks: Callable[..., TemporalTasks], tmp_path: Path
 ) -> None:
     mcp = approval_server(temporal_tasks())
-    async with Client(mcp) as client:
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "purge_bucket", {"bucket": "ui", "api_token": "t"})
         await until_status(task, "input_required")
         workflow_id = workflow_id_for(task.task_id, None)
