@@ -27,6 +27,7 @@ server is a stateless front end, and ``fastmcp-temporal worker`` runs the legs.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -36,19 +37,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fastmcp.exceptions import NotFoundError, ToolError
-from fastmcp.server.dependencies import extract_version_spec, get_http_request
 from fastmcp.server.extensions import (
     MethodBinding,
     ServerExtension,
-    read_client_extension_settings,
 )
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
-from fastmcp.utilities.versions import VersionSpec
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
-from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.client import Client
 from temporalio.converter import ExternalStorage, StorageDriver
@@ -60,9 +55,8 @@ from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
-from fastmcp_temporal.server import connection, mrtr, scope, telemetry, wire_production
+from fastmcp_temporal.server import connection, routing, scope, telemetry, wire_production
 from fastmcp_temporal.server.codec import task_data_converter
-from fastmcp_temporal.server.creation import create_task
 from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR
 from fastmcp_temporal.server.embedded import EmbeddedServer
 from fastmcp_temporal.server.engine import TaskEngine
@@ -79,7 +73,6 @@ from fastmcp_temporal.server.wire import (
     GetTaskResult,
     TaskIdParams,
     UpdateTaskParams,
-    missing_capability,
 )
 from fastmcp_temporal.server.workflow_tools import workflow_tool_parts
 from fastmcp_temporal.workflows.models import LegPolicy
@@ -269,41 +262,23 @@ class TemporalTasks(ServerExtension):
 
     # -- tasks/* --------------------------------------------------------------
 
-    def _check_task_request(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
-        """The gates every ``tasks/*`` request passes: declared extension, matching route."""
-        if read_client_extension_settings(ctx, TASKS_EXTENSION_ID) is None:
-            raise missing_capability(
-                f"This request targets the tasks extension ({TASKS_EXTENSION_ID}), "
-                "which the client did not declare for it."
-            )
-        try:
-            request = get_http_request()
-        except RuntimeError:
-            return  # not HTTP: no routing headers
-        header = request.headers.get(MCP_NAME_HEADER)
-        if header is not None and decode_header_value(header) != task_id:
-            raise MCPError(
-                code=HEADER_MISMATCH,
-                message=f"{MCP_NAME_HEADER} header does not match the request's 'taskId'",
-            )
-
     async def _handle_get(
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> GetTaskResult:
-        self._check_task_request(ctx, params.task_id)
+        routing.check_task_request(ctx, params.task_id)
         return await self.engine.get(params.task_id, task_scope())
 
     async def _handle_update(
         self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
     ) -> AckResult:
-        self._check_task_request(ctx, params.task_id)
+        routing.check_task_request(ctx, params.task_id)
         await self.engine.update(params.task_id, task_scope(), params.input_responses)
         return AckResult()
 
     async def _handle_cancel(
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> AckResult:
-        self._check_task_request(ctx, params.task_id)
+        routing.check_task_request(ctx, params.task_id)
         await self.engine.cancel(params.task_id, task_scope())
         return AckResult()
 
@@ -315,56 +290,33 @@ class TemporalTasks(ServerExtension):
         context: Context,
         call_next: ToolCallContinuation,
     ) -> ToolCallOutcome:
-        """Run this ``tools/call`` as a task, or pass it through.
-
-        ``required`` always tasks (``-32021`` if the request did not opt in),
-        ``optional`` tasks only when this request opted in on the 2026-07-28
-        protocol, ``forbidden`` never does. Only the tool the client named is
-        tasked: a tool that middleware or another tool calls runs inline.
-        """
-        from_client = _compat.is_client_tool_call()
-        version_spec = extract_version_spec(params.meta)
-        version = VersionSpec(eq=version_spec) if version_spec else None
-        try:
-            tool = await context.fastmcp.get_tool(params.name, version)
-        except NotFoundError:
-            tool = None
-        if tool is None or not tool.task_config.supports_tasks():
-            return await call_next()
-
-        request_context = context.request_context
-        modern = (
-            request_context is not None
-            and request_context.protocol_version in MODERN_PROTOCOL_VERSIONS
+        """Run this ``tools/call`` as a task, or pass it through (see ``routing``)."""
+        return await routing.route_tool_call(
+            self.engine,
+            params,
+            context,
+            call_next,
+            mrtr_first_tools=self._mrtr_first_tools,
+            mrtr_window=self._mrtr_window,
         )
-        opted_in = modern and context.client_extension_settings(TASKS_EXTENSION_ID) is not None
-        mode = tool.task_config.mode
-
-        if not from_client:
-            if mode == "required":
-                raise ToolError(
-                    f"Tool {tool.name!r} only runs as a background task, which the "
-                    "client has to request by calling it directly."
-                )
-            return await call_next()
-        if mode == "required" and not opted_in:
-            raise missing_capability(
-                f"Tool {tool.name!r} requires the tasks extension ({TASKS_EXTENSION_ID}); "
-                "the client did not declare it for this request."
-            )
-        if not opted_in:
-            return await call_next()
-        if tool.name in self._mrtr_first_tools:
-            return await mrtr.create_task_mrtr_first(
-                self.engine, tool, params, context, window=self._mrtr_window
-            )
-        return await create_task(self.engine, tool, dict(params.arguments or {}), context)
 
     # -- lifespan -------------------------------------------------------------
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncGenerator[None, None]:
         """Connect (starting the embedded dev server if needed), run the worker."""
+        try:
+            async with self._running():
+                yield
+        finally:
+            # The client is released with ``_running``'s frame: collect it now,
+            # while the interpreter is whole. Collected during finalization it
+            # can abort the process (temporalio/sdk-python#300), which is how a
+            # server stopped by SIGTERM ended with SIGABRT instead of 143.
+            gc.collect()
+
+    @asynccontextmanager
+    async def _running(self) -> AsyncGenerator[None, None]:
         async with contextlib.AsyncExitStack() as stack:
             payloads = PayloadStoreSettings.resolve(
                 data_dir=self._data_dir or DEFAULT_DATA_DIR, **self._payload_options
