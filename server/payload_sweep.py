@@ -25,11 +25,8 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.converter import ExternalStorage
-from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.payload_store import (
     UNSCOPED,
@@ -37,6 +34,7 @@ from fastmcp_temporal.server.payload_store import (
     namespace_directory,
     owner_of,
 )
+from fastmcp_temporal.server.task_records import describe_raw
 
 logger = logging.getLogger(__name__)
 
@@ -74,17 +72,7 @@ class DiskPayloadSweeper:
         return deleted
 
     async def _exists(self, workflow_id: str) -> bool:
-        request = DescribeWorkflowExecutionRequest(
-            namespace=self.client.namespace,
-            execution=WorkflowExecution(workflow_id=workflow_id),
-        )
-        try:
-            await self.client.workflow_service.describe_workflow_execution(request, retry=True)
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return False
-            raise
-        return True
+        return await describe_raw(self.client, workflow_id) is not None
 
     @contextlib.asynccontextmanager
     async def running(self, interval: timedelta = DEFAULT_INTERVAL) -> AsyncIterator[None]:

@@ -94,6 +94,24 @@ def _utc(timestamp: Timestamp) -> datetime:
     return timestamp.ToDatetime(tzinfo=UTC)
 
 
+async def describe_raw(
+    client: Client, workflow_id: str, run_id: str = "", timeout: timedelta | None = None
+) -> DescribeWorkflowExecutionResponse | None:
+    """One lean ``DescribeWorkflowExecution`` (no search-attribute decoding); ``None`` if absent."""
+    request = DescribeWorkflowExecutionRequest(
+        namespace=client.namespace,
+        execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
+    )
+    try:
+        return await client.workflow_service.describe_workflow_execution(
+            request, retry=True, timeout=timeout
+        )
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise
+
+
 class TaskRecords:
     """What Temporal's records say about one task, in SEP-2663 terms."""
 
@@ -110,19 +128,9 @@ class TaskRecords:
     async def find(self, task_id: str, workflow_ids: Sequence[str]) -> tuple[str, TaskDescription]:
         """The first of ``workflow_ids`` that exists, described; none is an unknown task."""
         for workflow_id in workflow_ids:
-            request = DescribeWorkflowExecutionRequest(
-                namespace=self.client.namespace,
-                execution=WorkflowExecution(workflow_id=workflow_id),
-            )
-            try:
-                raw = await self.client.workflow_service.describe_workflow_execution(
-                    request, retry=True, timeout=self.query_timeout
-                )
-            except RPCError as err:
-                if err.status == RPCStatusCode.NOT_FOUND:
-                    continue
-                raise
-            return workflow_id, TaskDescription(raw)
+            raw = await describe_raw(self.client, workflow_id, timeout=self.query_timeout)
+            if raw is not None:
+                return workflow_id, TaskDescription(raw)
         raise task_not_found(task_id)
 
     async def closed_view(
@@ -267,18 +275,9 @@ class TaskRecords:
         return None
 
     async def _body_progress(self, workflow_id: str, run_id: str) -> LegStatus | None:
-        request = DescribeWorkflowExecutionRequest(
-            namespace=self.client.namespace,
-            execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
-        )
-        try:
-            raw = await self.client.workflow_service.describe_workflow_execution(
-                request, retry=True, timeout=self.query_timeout
-            )
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return None  # it ended between the two reads
-            raise
+        raw = await describe_raw(self.client, workflow_id, run_id, timeout=self.query_timeout)
+        if raw is None:
+            return None  # it ended between the two reads
         fields = raw.workflow_execution_info.memo.fields
         if BODY_PROGRESS_MEMO not in fields:
             return None
