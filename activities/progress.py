@@ -27,9 +27,15 @@ from fastmcp_temporal.activities.task_context import current_leg_progress
 
 
 class LegProgress:
-    """Progress state of one leg; every change is sent as a heartbeat."""
+    """Progress state of one leg; every change is sent as a heartbeat.
 
-    def __init__(self) -> None:
+    A *local* leg (``heartbeats=False``) sends none: it runs inside its workflow
+    task, Temporal has no heartbeat for it, and the SDK core refuses each one
+    with a warning (``UnknownActivity``). Its progress stays in this object.
+    """
+
+    def __init__(self, *, heartbeats: bool = True) -> None:
+        self._heartbeats = heartbeats
         self._current: float | None = None
         self._total: float | None = None
         self._message: str | None = None
@@ -67,7 +73,7 @@ class LegProgress:
             self._total = total
         if message is not None:
             self._set_message(message)
-        activity.heartbeat(self.details())
+        self._beat()
 
     # The ``ProgressLike`` protocol FastMCP's ``Progress`` dependency delegates to.
     async def set_total(self, total: int) -> None:
@@ -84,7 +90,11 @@ class LegProgress:
         # ``None`` clears the message (``ProgressLike``; Docket and in-memory agree),
         # unlike ``report(message=None)``, which means "no new message".
         self._set_message(message)
-        activity.heartbeat(self.details())
+        self._beat()
+
+    def _beat(self) -> None:
+        if self._heartbeats:
+            activity.heartbeat(self.details())
 
     async def heartbeat_forever(self, interval_s: float) -> None:
         """Keep the leg alive (and cancellable) while the body runs.
@@ -92,7 +102,7 @@ class LegProgress:
         The first beat comes after one interval: a short leg is over before it
         would matter, and skipping it saves a heartbeat RPC per leg.
         """
-        while True:
+        while self._heartbeats:
             await asyncio.sleep(interval_s)
             activity.heartbeat(self.details())
 

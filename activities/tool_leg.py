@@ -47,6 +47,7 @@ from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.input_capabilities import missing_capability_error, undeclared
 from fastmcp_temporal.activities.progress import LegProgress
 from fastmcp_temporal.activities.steps import StepCheckpoint
+from fastmcp_temporal.activities.stored_result import stored_if_big
 from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
@@ -84,7 +85,7 @@ class ToolLegActivity:
     @activity.defn(dynamic=True)
     async def run_leg(self, args: Sequence[RawValue]) -> LegOutcome:
         request = activity.payload_converter().from_payload(args[0].payload, LegRequest)
-        progress = LegProgress()
+        progress = LegProgress(heartbeats=not activity.info().is_local)
         heartbeats = asyncio.create_task(progress.heartbeat_forever(self._heartbeat_interval_s))
         try:
             return await self._run(request, progress)
@@ -106,8 +107,8 @@ class ToolLegActivity:
     async def _run(self, request: LegRequest, progress: LegProgress) -> LegOutcome:
         component, owner, local_name = await self._resolve(request)
         if request.body_outcome is not None:
-            return self._within_payload_limit(
-                _body_result(component, owner, local_name, request.body_outcome)
+            return await self._finished(
+                request, _body_result(component, owner, local_name, request.body_outcome)
             )
         _restore_caller(request.caller)
         current_leg_progress.set(progress)
@@ -142,7 +143,14 @@ class ToolLegActivity:
         missing = undeclared(outcome.input_requests or {}, request.caller.client_capabilities)
         if missing:
             return LegOutcome(kind="error", error=missing_capability_error(local_name, missing))
-        return self._within_payload_limit(outcome)
+        return await self._finished(request, outcome)
+
+    async def _finished(self, request: LegRequest, outcome: LegOutcome) -> LegOutcome:
+        """The outcome to hand back: within the size limit, a big result stored once."""
+        outcome = self._within_payload_limit(outcome)
+        if request.store_big_result:
+            return await stored_if_big(outcome)
+        return outcome
 
     def _within_payload_limit(self, outcome: LegOutcome) -> LegOutcome:
         """Fail a too-large outcome now, once, instead of leg retries that cannot succeed."""

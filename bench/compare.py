@@ -4,11 +4,18 @@
 
 Workload: a no-op ``echo`` task tool. Every system runs the same driver on the
 same machine in the same run: ``concurrency`` workers, each creating a task,
-then polling it every ``--poll-ms`` until it is terminal.
+then polling it every ``--poll-ms`` until it is terminal (or as a row says).
 
 - **fastmcp-temporal**: the embedded default (``TemporalTasks()``: local dev
   server on a SQLite file in WAL mode, in-process worker), FastMCP ``Client``
   with the ``fastmcp_tasks`` client half, in-memory transport.
+- **fastmcp-temporal with spec clients** over streamable HTTP (uvicorn in this
+  process, raw JSON-RPC over one ``httpx`` pool; the tool keeps FastMCP's
+  default interval, so ``pollIntervalMs`` adapts): a client that sleeps each
+  answer's ``pollIntervalMs`` before the next ``tasks/get``, and a listening
+  client (``subscriptions/listen`` right after ``tools/call``, done at the
+  ``notifications/tasks`` frame that shows the task finished, result included).
+  A synchronous ``tools/call`` over the same HTTP path is their floor.
 - **raw engine** on the *same* dev server: plain ``temporalio`` client and
   worker, one workflow with one activity; also with a local activity, and with
   eager workflow start (and both). ``start_workflow`` is "create"; a row either
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import shutil
 import subprocess
@@ -43,9 +51,12 @@ from pathlib import Path
 from typing import Any
 
 import fastmcp_tasks  # noqa: F401  (client half)
+import httpx
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
+from fastmcp.utilities.tests import run_server_async
 from fastmcp_tasks import TasksExtension, call_tool_task
+from mcp_http import McpHttp
 from raw_engine import RUNNER, EchoWorkflow, echo_activity
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
@@ -81,10 +92,18 @@ def pct(samples: list[float], q: float) -> float:
 # A system: (create, get) callables; get returns the status string.
 Create = Callable[[int], Awaitable[Any]]
 Get = Callable[[Any], Awaitable[str]]
+#: How long a client that honours ``pollIntervalMs`` waits before its next read.
+Delay = Callable[[Any], float]
 
 
 async def drive(
-    n: int, concurrency: int, create: Create, get: Get, poll_s: float, finish: Get | None = None
+    n: int,
+    concurrency: int,
+    create: Create,
+    get: Get,
+    poll_s: float,
+    finish: Get | None = None,
+    delay: Delay | None = None,
 ) -> tuple[Run, float]:
     run = Run()
     next_index = iter(range(n))
@@ -97,6 +116,13 @@ async def drive(
                 run.creates.append(time.perf_counter() - started)
                 if finish is not None:
                     await finish(handle)
+                elif delay is not None:
+                    status = ""
+                    while status not in TERMINAL:
+                        await asyncio.sleep(delay(handle))
+                        before = time.perf_counter()
+                        status = await get(handle)
+                        run.gets.append(time.perf_counter() - before)
                 else:
                     while True:
                         before = time.perf_counter()
@@ -114,15 +140,17 @@ async def drive(
     return run, time.perf_counter() - began
 
 
-def echo_server(extension: Any) -> FastMCP:
-    mcp = FastMCP("bench")
+def echo_server(extension: Any, name: str = "bench", adaptive: bool = False) -> FastMCP:
+    """The no-op tools; ``adaptive``: FastMCP's default interval, so ``pollIntervalMs`` adapts."""
+    mcp = FastMCP(name)
     mcp.add_extension(extension)
+    fixed = {} if adaptive else {"poll_interval": timedelta(milliseconds=20)}
 
-    @mcp.tool(task=TaskConfig(mode="required", poll_interval=timedelta(milliseconds=20)))
+    @mcp.tool(task=TaskConfig(mode="required", **fixed))
     async def echo(text: str) -> str:
         return text
 
-    @mcp.tool(task=TaskConfig(mode="required", poll_interval=timedelta(milliseconds=20)))
+    @mcp.tool(task=TaskConfig(mode="required", **fixed))
     async def echo_local(text: str) -> str:
         return text
 
@@ -148,6 +176,39 @@ def mcp_sync_call(client: Client) -> tuple[Create, Get]:
         return "completed"
 
     return create, get
+
+
+def http_sync_call(wire: McpHttp) -> tuple[Create, Get]:
+    """The synchronous ``tools/call`` over streamable HTTP: the floor of the HTTP rows."""
+
+    async def create(i: int) -> Any:
+        return await wire.result("tools/call", {"name": "echo_sync", "arguments": {"text": str(i)}})
+
+    async def get(result: Any) -> str:
+        return "completed"
+
+    return create, get
+
+
+def http_task_calls(wire: McpHttp, tool: str) -> tuple[Create, Get, Delay, Get]:
+    """A spec client's task: created, then read (honouring ``pollIntervalMs``) or listened to."""
+
+    async def create(i: int) -> dict[str, Any]:
+        created = await wire.result("tools/call", {"name": tool, "arguments": {"text": str(i)}})
+        return {"task": created}
+
+    async def get(handle: dict[str, Any]) -> str:
+        handle["task"] = await wire.result("tasks/get", {"taskId": handle["task"]["taskId"]})
+        return str(handle["task"]["status"])
+
+    def delay(handle: dict[str, Any]) -> float:
+        return float(handle["task"]["pollIntervalMs"]) / 1000
+
+    async def listen(handle: dict[str, Any]) -> str:
+        handle["task"] = await wire.listen_until_finished(handle["task"]["taskId"])
+        return str(handle["task"]["status"])
+
+    return create, get, delay, listen
 
 
 def mcp_task_calls(client: Client, tool: str) -> tuple[Create, Get]:
@@ -200,6 +261,7 @@ class System:
     get: Get
     backend_pid: Callable[[], int | None]
     finish: Get | None = None
+    delay: Delay | None = None
 
 
 @dataclass
@@ -233,6 +295,9 @@ async def warm_up(system: System) -> None:
         handle = await system.create(i)
         if system.finish is not None:
             await system.finish(handle)
+        elif system.delay is not None:
+            while await system.get(handle) not in TERMINAL:
+                await asyncio.sleep(system.delay(handle))
         else:
             while await system.get(handle) not in TERMINAL:
                 await asyncio.sleep(0.01)
@@ -241,7 +306,9 @@ async def warm_up(system: System) -> None:
 async def measure_once(system: System, totals: Totals, n: int, concurrency: int, poll_s: float):
     me, pid = os.getpid(), system.backend_pid()
     cpu_me, cpu_backend = cpu_seconds(me), cpu_seconds(pid) if pid else 0.0
-    run, elapsed = await drive(n, concurrency, system.create, system.get, poll_s, system.finish)
+    run, elapsed = await drive(
+        n, concurrency, system.create, system.get, poll_s, system.finish, system.delay
+    )
     totals.cpu_me += cpu_seconds(me) - cpu_me
     totals.cpu_backend += (cpu_seconds(pid) - cpu_backend) if pid else float("nan")
     totals.elapsed += elapsed
@@ -295,14 +362,42 @@ async def raw_systems(stack: AsyncExitStack, address: str, dev_pid: Callable[[],
     return systems
 
 
-async def main(n: int, concurrencies: list[int], poll_ms: int, rounds: int) -> None:
+async def spec_client_systems(
+    stack: AsyncExitStack, data_dir: str, dev_pid: Callable[[], int | None]
+) -> list[System]:
+    """fastmcp-temporal's default behind streamable HTTP, read by spec clients.
+
+    A second server on the same data directory joins the same dev server; its
+    own name gives it its own task queue and in-process worker.
+    """
+    served = echo_server(TemporalTasks(data_dir=data_dir, ui=False), "bench-http", adaptive=True)
+    url = await stack.enter_async_context(run_server_async(served))
+    # One access-log line per request would be this process's CPU, and stdout is the results file.
+    logging.getLogger("uvicorn.access").disabled = True
+    # Idle connections are dropped before uvicorn's 5 s keep-alive closes them under a request.
+    http = await stack.enter_async_context(
+        httpx.AsyncClient(
+            timeout=httpx.Timeout(60, read=None), limits=httpx.Limits(keepalive_expiry=1.0)
+        )
+    )
+    wire = McpHttp(url, http)
+    create, get, delay, listen = http_task_calls(wire, "echo")
+    return [
+        System(OURS_POLL_INTERVAL, create, get, dev_pid, delay=delay),
+        System(OURS_LISTEN, create, get, dev_pid, finish=listen),
+        System(HTTP_SYNC_FLOOR, *http_sync_call(wire), lambda: None),
+    ]
+
+
+async def main(
+    n: int, concurrencies: list[int], poll_ms: int, rounds: int, only: list[str]
+) -> None:
     poll_s = poll_ms / 1000
     async with AsyncExitStack() as stack:
         # 1. fastmcp-temporal, embedded default (and its opt-in local legs).
+        data_dir = tempfile.mkdtemp(prefix="bench-temporal-")
         extension = TemporalTasks(
-            data_dir=tempfile.mkdtemp(prefix="bench-temporal-"),
-            ui=False,
-            tools={"echo_local": ToolOptions(local_legs=True)},
+            data_dir=data_dir, ui=False, tools={"echo_local": ToolOptions(local_legs=True)}
         )
         ours = await stack.enter_async_context(Client(echo_server(extension)))
         assert extension.dev_server is not None
@@ -312,6 +407,7 @@ async def main(n: int, concurrencies: list[int], poll_ms: int, rounds: int) -> N
             System(OURS_LOCAL, *mcp_task_calls(ours, "echo_local"), lambda: dev_pid),
             System(SYNC_FLOOR, *mcp_sync_call(ours), lambda: None),
         ]
+        systems += await spec_client_systems(stack, data_dir, lambda: dev_pid)
         # 2. The raw engine on the same dev server.
         systems += await raw_systems(stack, extension.dev_server.address, lambda: dev_pid)
         # 3. The peer: fastmcp-tasks on Docket, memory:// and Redis with AOF.
@@ -322,6 +418,8 @@ async def main(n: int, concurrencies: list[int], poll_ms: int, rounds: int) -> N
         url, redis_pid = await stack.enter_async_context(redis_server(appendonly=True))
         redis = await stack.enter_async_context(Client(echo_server(TasksExtension(url=url))))
         systems.append(System(PEER_REDIS, *mcp_task_calls(redis, "echo"), lambda: redis_pid))
+        if only:
+            systems = [s for s in systems if any(part in s.name for part in only)]
 
         for system in systems:
             await warm_up(system)
@@ -360,7 +458,12 @@ PEER_MEMORY = "fastmcp-tasks, Docket memory://"
 PEER_REDIS = "fastmcp-tasks, Redis (AOF on)"
 OURS = "fastmcp-temporal (embedded dev server)"
 OURS_LOCAL = "fastmcp-temporal, local legs (`ToolOptions(local_legs=True)`)"
+OURS_POLL_INTERVAL = "fastmcp-temporal, HTTP client honouring `pollIntervalMs` (adaptive)"
+OURS_LISTEN = "fastmcp-temporal, HTTP listening client (`subscriptions/listen`)"
 SYNC_FLOOR = "FastMCP synchronous `tools/call`, no task (the MCP path alone)"
+HTTP_SYNC_FLOOR = "FastMCP synchronous `tools/call` over HTTP, no task (the HTTP path alone)"
+#: Our rows, each set against the best raw row and the best raw row polled like MCP clients poll.
+OURS_ROWS = (OURS, OURS_LOCAL, OURS_POLL_INTERVAL, OURS_LISTEN)
 
 
 def print_ratios(
@@ -371,6 +474,8 @@ def print_ratios(
     print("|---|---|---|")
     for concurrency in concurrencies:
         at = {name: totals[name, concurrency] for name in names}
+        if not any(name.startswith("raw engine") for name in names):
+            continue
         best_raw = max(
             (name for name in names if name.startswith("raw engine")),
             key=lambda name: at[name].tasks_per_s,
@@ -379,21 +484,23 @@ def print_ratios(
             (name for name in names if name.startswith("raw engine") and "polled" in name),
             key=lambda name: at[name].tasks_per_s,
         )
-        for name in (OURS, OURS_LOCAL):
+        for name in (name for name in OURS_ROWS if name in at):
             for best in (best_raw, best_polled):
                 ours, raw = at[name].tasks_per_s, at[best].tasks_per_s
                 print(
                     f"| throughput {name} / {best} | {concurrency} | "
                     f"{ours:.1f} / {raw:.1f} = **{ours / raw:.2f} x** |"
                 )
+        if RAW_START not in at:
+            continue
         start = pct(at[RAW_START].run.creates, 0.5)
-        for name in (OURS, SYNC_FLOOR):
+        for name in (name for name in (OURS, SYNC_FLOOR, HTTP_SYNC_FLOOR) if name in at):
             create = pct(at[name].run.creates, 0.5)
             print(
                 f"| create p50 {name} / raw `start_workflow` | {concurrency} | "
                 f"{create:.1f} / {start:.1f} ms = **{create / start:.2f} x** |"
             )
-        for name in (OURS, OURS_LOCAL):
+        for name in (name for name in (OURS, OURS_LOCAL, OURS_POLL_INTERVAL) if name in at):
             print(
                 f"| `tasks/get` p50 {name} | {concurrency} | "
                 f"**{pct(at[name].run.gets, 0.5):.1f} ms** |"
@@ -406,5 +513,8 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 20])
     parser.add_argument("--poll-ms", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--only", nargs="*", default=[], help="only the rows whose name contains one of these"
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.n, args.concurrency, args.poll_ms, args.rounds))
+    asyncio.run(main(args.n, args.concurrency, args.poll_ms, args.rounds, args.only))

@@ -16,7 +16,14 @@ dev server, in-process worker) and the peer fastmcp-tasks 4.1.4 on a real
 (b) the FastMCP ``Client`` with ``fastmcp_tasks``' back-off (``ToolTask.result()``);
 (c) a listening client: ``subscriptions/listen`` with the task id right after
     ``tools/call``, done at the first ``notifications/tasks`` saying
-    ``completed`` (fastmcp-temporal only: the peer answers ``-32601``).
+    ``completed`` (fastmcp-temporal only: the peer answers ``-32601``);
+    row (c, before) follows its tasks with the watcher as it was before
+    (``watch_before.py``: a read on every wake), on the same server.
+
+Each listening task's time is then split along Temporal's own record (event
+times of its history): the tool returned → the leg's completion recorded →
+the workflow task that ends the run started → the run completed → the client
+knows (the long poll's answer, the frame, the stream).
 
 Rows are measured round-robin (``--rounds``), ``n / rounds`` tasks of one row
 at a time, concurrently, so a slow spell of the shared machine hits every row.
@@ -35,12 +42,15 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +62,14 @@ from fastmcp import Client, Context, FastMCP
 from fastmcp.utilities.tests import run_server_async
 from fastmcp_tasks import TasksExtension, call_tool_task
 from fastmcp_tasks.client import _send_update
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
+from watch_before import serve_tasks_the_old_way
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from fastmcp_temporal.server import task_watch
 from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.workflows.models import VIEW_QUERY
 
@@ -65,8 +79,43 @@ TASKS = "io.modelcontextprotocol/tasks"
 OURS, PEER = "fastmcp-temporal", "fastmcp-tasks on Redis"
 POLLING = "client honouring pollIntervalMs"
 FASTMCP = "FastMCP client (fastmcp_tasks back-off)"
+LISTENING = "fastmcp-temporal, (c) listening client (subscriptions/listen)"
+LISTENING_BEFORE = "fastmcp-temporal, (c, before) listening client, a read on every wake"
+LISTENING_APART = (
+    "fastmcp-temporal, (c, worker apart) listening client; front end without a worker, "
+    "the worker in its own process"
+)
 #: When each crunch call returned (wall clock), by its token.
 FINISHED: dict[str, float] = {}
+#: The task each listening client followed, and when it learned the task completed.
+LISTENED: dict[str, str] = {}
+KNEW: dict[str, float] = {}
+#: When a watcher's long poll handed back a run's completion, by workflow id.
+CLOSE_SEEN: dict[str, float] = {}
+
+
+@contextlib.contextmanager
+def timing_close_wakes() -> Iterator[None]:
+    """Record when each watcher's history long poll returns a run's completion event.
+
+    It splits "run completed → client knows" into Temporal's part (the commit,
+    the long poll's wake and history read, the answer's trip to this process)
+    and ours (decoding the final task, the frame, the stream, the client).
+    """
+    tail = task_watch._HistoryTail
+    current = tail.next_change
+
+    async def next_change(self: Any) -> list[HistoryEvent] | None:
+        events = await current(self)
+        if events and events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+            CLOSE_SEEN.setdefault(self._workflow_id, time.time())
+        return events
+
+    tail.next_change = next_change  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        tail.next_change = current  # type: ignore[method-assign]
 
 
 def crunch_server(extension: Any) -> FastMCP:
@@ -158,17 +207,35 @@ def fastmcp_client(client: Client) -> Client_:
     return run
 
 
-def listening_client(wire: Wire) -> Client_:
+def listening_client(wire: Wire, old_way: set[str] | None = None) -> Client_:
+    """Row (c); with ``old_way``, its tasks are followed by the watcher as it was before."""
+
     async def run(token: str) -> float:
         task = await wire.result("tools/call", {"name": "crunch", "arguments": {"token": token}})
+        LISTENED[token] = task["taskId"]
+        if old_way is not None:
+            old_way.add(task["taskId"])
         async with wire.listen(task["taskId"]) as frames:
             async for frame in frames:
                 method, params = frame.get("method"), frame.get("params", {})
                 if method == "notifications/tasks" and params["status"] == "completed":
-                    return time.time()
+                    KNEW[token] = time.time()
+                    if token not in FINISHED:  # the tool ran in another process: it says when
+                        FINISHED[token] = float(params["result"]["content"][0]["text"].split()[1])
+                    return KNEW[token]
         raise RuntimeError("listen stream ended before completion")
 
     return run
+
+
+def _cpu_seconds(*pids: int) -> float:
+    """User + system CPU of this process and of the other processes ``pids``."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = time.process_time()
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -179,9 +246,24 @@ def pct(samples: list[float], q: float) -> float:
 async def completion_latency(n: int, rounds: int) -> list[str]:
     async with contextlib.AsyncExitStack() as stack:
         data_dir = Path(tempfile.mkdtemp(prefix="bench-ttr-"))
-        ours_url = await stack.enter_async_context(
-            run_server_async(crunch_server(TemporalTasks(data_dir=data_dir, ui=False)))
+        ours = TemporalTasks(data_dir=data_dir, ui=False)
+        ours_url = await stack.enter_async_context(run_server_async(crunch_server(ours)))
+        old_way = stack.enter_context(serve_tasks_the_old_way())
+        stack.enter_context(timing_close_wakes())
+        assert ours.dev_server is not None
+        apart_queue = f"ttr-apart-{uuid.uuid4().hex[:8]}"
+        worker_script = str(Path(__file__).with_name("crunch_worker.py"))
+        worker = subprocess.Popen(
+            [sys.executable, worker_script, ours.dev_server.address, apart_queue],
+            stdout=subprocess.PIPE,
         )
+        stack.callback(worker.wait, 30)
+        stack.callback(worker.terminate)
+        assert worker.stdout is not None and worker.stdout.readline().strip() == b"ready"
+        front_end = TemporalTasks(
+            address=ours.dev_server.address, task_queue=apart_queue, run_worker=False
+        )
+        apart_url = await stack.enter_async_context(run_server_async(crunch_server(front_end)))
         redis_url, _ = await stack.enter_async_context(redis_server(appendonly=True))
         peer_url = await stack.enter_async_context(
             run_server_async(crunch_server(TasksExtension(url=redis_url)))
@@ -201,9 +283,9 @@ async def completion_latency(n: int, rounds: int) -> list[str]:
             "fastmcp-temporal, (b) FastMCP client (fastmcp_tasks back-off)": fastmcp_client(
                 ours_client
             ),
-            "fastmcp-temporal, (c) listening client (subscriptions/listen)": listening_client(
-                Wire(ours_url, http)
-            ),
+            LISTENING: listening_client(Wire(ours_url, http)),
+            LISTENING_BEFORE: listening_client(Wire(ours_url, http), old_way),
+            LISTENING_APART: listening_client(Wire(apart_url, http)),
             "fastmcp-tasks on Redis, (a) client honouring pollIntervalMs": polling_client(
                 Wire(peer_url, http)
             ),
@@ -215,7 +297,10 @@ async def completion_latency(n: int, rounds: int) -> list[str]:
             await run(f"warm-{uuid.uuid4().hex}")
         late: dict[str, list[float]] = {name: [] for name in rows}
         total: dict[str, list[float]] = {name: [] for name in rows}
+        tokens: dict[str, list[str]] = {name: [] for name in rows}
         per_round = max(1, n // rounds)
+        temporal_pid = ours.dev_server.temporal_pid
+        cpu = dict.fromkeys(rows, 0.0)
         for _ in range(rounds):
             for name, run in rows.items():
 
@@ -223,24 +308,105 @@ async def completion_latency(n: int, rounds: int) -> list[str]:
                     token = uuid.uuid4().hex
                     started = time.time()
                     learned = await run(token)
+                    tokens[name].append(token)
                     late[name].append((learned - FINISHED[token]) * 1000)
                     total[name].append((learned - started) * 1000)
 
+                cpu_before = _cpu_seconds(temporal_pid, worker.pid)
                 await asyncio.gather(*(one() for _ in range(per_round)))
+                cpu[name] += _cpu_seconds(temporal_pid, worker.pid) - cpu_before
+        split = {
+            name: await where_the_time_goes(ours.engine.client, tokens[name])
+            for name in (LISTENING, LISTENING_BEFORE, LISTENING_APART)
+        }
     lines = [
         f"Tool runs {TOOL_SECONDS:.0f} s; {per_round * rounds} tasks per row, "
         f"{per_round} at a time, {rounds} interleaved rounds.",
         "",
         "| system, client | tool returned → client knows p50 / p99 (ms) "
-        "| call → client knows p50 / p99 (ms) |",
-        "|---|---|---|",
+        "| call → client knows p50 / p99 (ms) | CPU per task (ms) |",
+        "|---|---|---|---|",
     ]
     for name in rows:
         lines.append(
             f"| {name} | {pct(late[name], 0.5):.0f} / {pct(late[name], 0.99):.0f} "
-            f"| {pct(total[name], 0.5):.0f} / {pct(total[name], 0.99):.0f} |"
+            f"| {pct(total[name], 0.5):.0f} / {pct(total[name], 0.99):.0f} "
+            f"| {cpu[name] * 1000 / len(late[name]):.0f} |"
         )
+    lines += [
+        "",
+        "CPU per task: this process (clients, the MCP servers, the in-process worker) plus "
+        "our embedded Temporal dev server and the separate worker process, user + system, "
+        "over the row's rounds (the peer's Redis is not counted; other rows carry the idle "
+        "share of the processes they do not use).",
+    ]
+    lines += [
+        "",
+        "Listening clients: tool returned → client knows, split at the events of each "
+        "task's history (p50 of each step, ms; the steps' p50s need not add up to the total's).",
+        "",
+        "| row | " + " | ".join(STEPS) + " | total | known from a read, not the close wake |",
+        "|---|" + "---|" * (len(STEPS) + 2),
+    ]
+    for name, steps in split.items():
+        cells = [f"{pct(steps[step], 0.5):.0f}" for step in [*STEPS, "total"]]
+        cells.append(f"{sum(steps['known from a read']):.0f} of {len(steps['total'])}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
+
+
+#: The steps from the tool's return to the client's knowing, at the history's events.
+STEPS = (
+    "→ leg's completion recorded",
+    "→ the run's last workflow task starts",
+    "→ run completed",
+    "→ the watcher's long poll answers",
+    "→ client knows",
+)
+
+
+async def where_the_time_goes(
+    temporal: TemporalClient, tokens: list[str]
+) -> dict[str, list[float]]:
+    """Each listening task's time split at its history's event times (same machine clock)."""
+    steps: dict[str, list[float]] = {step: [] for step in [*STEPS, "total", "known from a read"]}
+    for token in tokens:
+        workflow_id = workflow_id_for(LISTENED[token], None)
+        handle = temporal.get_workflow_handle(workflow_id)
+        events = [event async for event in handle.fetch_history_events()]
+        leg_done = next(
+            e
+            for e in reversed(events)
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        )
+        last_task = next(
+            e
+            for e in events
+            if e.event_id > leg_done.event_id
+            and e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED
+        )
+        marks = [
+            FINISHED[token],
+            *(
+                e.event_time.ToDatetime(tzinfo=UTC).timestamp()
+                for e in (leg_done, last_task, events[-1])
+            ),
+            # A progress read can find the task closed before the close wake
+            # answers; the frame then owes nothing to the long poll.
+            min(CLOSE_SEEN.get(workflow_id, KNEW[token]), KNEW[token]),
+            KNEW[token],
+        ]
+        for step, (before, after) in zip(STEPS, itertools.pairwise(marks), strict=True):
+            steps[step].append((after - before) * 1000)
+        steps["total"].append((marks[-1] - marks[0]) * 1000)
+        steps["known from a read"].append(
+            float(CLOSE_SEEN.get(workflow_id, KNEW[token]) >= KNEW[token])
+        )
+    return steps
+
+
+async def _never_called(message: str, response_type: Any, params: Any, context: Any) -> Any:
+    raise AssertionError(f"answered through tasks/update, not the handler: {message}")
 
 
 async def reads_without_worker(n: int) -> list[str]:
@@ -267,7 +433,9 @@ async def reads_without_worker(n: int) -> list[str]:
 
     samples: list[float] = []
     query_samples: list[float] = []
-    async with Client(mcp) as client:
+    # A task asking a client that did not declare elicitation fails at once;
+    # this one answers through tasks/update, so its handler is never called.
+    async with Client(mcp, elicitation_handler=_never_called) as client:
         assert served.dev_server is not None
         temporal = await TemporalClient.connect(served.dev_server.address, namespace="default")
         tasks = [await call_tool_task(client, "confirm", {}) for _ in range(n)]
@@ -303,8 +471,16 @@ async def reads_without_worker(n: int) -> list[str]:
 
 async def main(n: int, rounds: int, reads: int, out: Path) -> None:
     """Write the tables to ``out`` (stdout carries the servers' access logs)."""
+    command = " ".join([".venv/bin/python", *sys.argv])
+    load = os.getloadavg()[0]
     lines = ["## Completion latency: tool returns → client knows", ""]
     lines += await completion_latency(n, rounds)
+    loads = f"{load:.1f} before, {os.getloadavg()[0]:.1f} after"
+    lines[:0] = [
+        f"Measured with `{command}` ({os.cpu_count()} cores, shared; 1-minute load "
+        f"average {loads} the completion-latency part).",
+        "",
+    ]
     lines += ["", "## `tasks/get` with no worker, after `tasks/update`", ""]
     lines += await reads_without_worker(reads)
     out.write_text("\n".join(lines) + "\n")

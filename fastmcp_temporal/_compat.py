@@ -21,6 +21,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 import fastmcp.server.context as _fastmcp_context
+import mcp_types
 import mcp_types.methods as _sdk_methods
 from fastmcp.server.dependencies import Progress
 from fastmcp.server.dependencies import _background_task_headers as _bg_headers
@@ -301,14 +302,37 @@ __all__ = [
 # methods by design, and FastMCP exposes no ``SubscriptionBus``. The SDK's
 # low-level ``Server.add_request_handler`` is public; only the way to FastMCP's
 # low-level server (``FastMCP._mcp_server``) is not. Registering the handler
-# also makes the SDK advertise ``listChanged``/``subscribe``, which FastMCP never
-# publishes to a listen stream: our handler acknowledges only ``taskIds``.
+# also makes the SDK advertise ``listChanged`` (tools, prompts, resources) and
+# ``resources.subscribe`` on the 2026-07-28 era, because it derives them from
+# "listen is served" -- but FastMCP publishes none of those events there and
+# our handler acknowledges only ``taskIds``. So the low-level server's
+# ``get_capabilities`` is wrapped to advertise exactly what it would without
+# our handler (all four off on that era; other eras are untouched).
 # Delete when FastMCP serves ``subscriptions/listen`` itself with a pluggable
 # handler or lets an extension contribute events (``taskIds``) to its stream.
 def serve_listen(server: FastMCP, handler: Any) -> None:
-    """Make ``handler`` the server's ``subscriptions/listen`` handler."""
+    """Make ``handler`` the server's ``subscriptions/listen`` handler (for ``taskIds`` only)."""
     from mcp_types import SubscriptionsListenRequestParams
 
-    server._mcp_server.add_request_handler(
-        "subscriptions/listen", SubscriptionsListenRequestParams, handler
-    )
+    low_level = server._mcp_server
+    low_level.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, handler)
+    if getattr(low_level, "_fastmcp_temporal_honest_capabilities", False):
+        return
+    advertised = low_level.get_capabilities
+
+    def get_capabilities(*args: Any, **kwargs: Any) -> mcp_types.ServerCapabilities:
+        capabilities = advertised(*args, **kwargs)
+        if kwargs.get("protocol_version") not in MODERN_PROTOCOL_VERSIONS:
+            return capabilities
+        update: dict[str, Any] = {}
+        for name in ("tools", "prompts", "resources"):
+            part = getattr(capabilities, name)
+            if part is not None:
+                changes = {"list_changed": False}
+                if name == "resources":
+                    changes["subscribe"] = False
+                update[name] = part.model_copy(update=changes)
+        return capabilities.model_copy(update=update)
+
+    low_level.get_capabilities = get_capabilities  # type: ignore[method-assign]
+    low_level._fastmcp_temporal_honest_capabilities = True  # type: ignore[attr-defined]

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import mcp_types
 from fastmcp.client.extension_hooks import register_internal_client_extension_factory
@@ -42,6 +42,7 @@ from fastmcp.telemetry import inject_trace_context
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.session import ClientRequestContext, ClientSession, ElicitationFnT
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from fastmcp_temporal import _compat
@@ -51,6 +52,7 @@ from fastmcp_temporal.client_wire import (
     TaskStatus,
     cancel_task,
     get_task,
+    is_retryable_busy,
     update_task,
 )
 
@@ -62,6 +64,12 @@ TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled
 #: The first poll comes this soon; the delay doubles up to the task's ``pollIntervalMs``.
 FIRST_POLL_S = 0.02
 DEFAULT_POLL_S = 1.0
+#: With no deadline, a request the server could not pass to a busy Temporal is
+#: asked again for this long before its error is raised.
+BUSY_PATIENCE_S = 60.0
+#: The first wait before asking again; it doubles up to ``DEFAULT_POLL_S``.
+FIRST_BUSY_RETRY_S = 0.1
+_T = TypeVar("_T")
 
 
 # -- driving a task to its end --------------------------------------------------
@@ -80,6 +88,28 @@ class _Deadline:
         if remaining <= 0:
             raise TimeoutError(what)
         return remaining
+
+
+async def _asking_again_while_busy(
+    call: Callable[[], Awaitable[_T]], deadline: _Deadline, what: str
+) -> _T:
+    """``call()``, repeated while the server answers that Temporal was too busy
+    (``-32001`` with ``retryable``): a durable task outlives a slow moment of
+    its backend, so the drive should too, up to its own deadline."""
+    loop = asyncio.get_running_loop()
+    give_up_at = loop.time() + BUSY_PATIENCE_S
+    delay = FIRST_BUSY_RETRY_S
+    while True:
+        try:
+            return await call()
+        except MCPError as err:
+            if not is_retryable_busy(err):
+                raise
+            left = deadline.left(what)
+            if left is None and loop.time() >= give_up_at:
+                raise
+            await asyncio.sleep(delay if left is None else min(delay, left))
+            delay = min(delay * 2, DEFAULT_POLL_S)
 
 
 def _next_delay(state: TaskState, delay: float) -> float:
@@ -105,7 +135,9 @@ async def poll_until(
     what = f"Task {task_id} did not reach {' / '.join(until)} within {timeout}s"
     delay = FIRST_POLL_S
     while True:
-        state = await get_task(session, task_id, deadline.left(what))
+        state = await _asking_again_while_busy(
+            lambda: get_task(session, task_id, deadline.left(what)), deadline, what
+        )
         if state.status in until:
             return state
         if state.status == "input_required" and elicitation_callback is not None:
@@ -139,7 +171,11 @@ async def _answer(
         if isinstance(answer, mcp_types.ErrorData):
             raise ToolError(f"Elicitation for task {state.task_id} failed: {answer.message}")
         responses[key] = answer
-    await update_task(session, state.task_id, responses, deadline.left(what))
+    await _asking_again_while_busy(
+        lambda: update_task(session, state.task_id, responses, deadline.left(what)),
+        deadline,
+        what,
+    )
 
 
 def _final_result(state: TaskState) -> mcp_types.CallToolResult:
@@ -262,11 +298,19 @@ class ToolTask:
 
     async def answer(self, input_responses: Mapping[str, Any]) -> None:
         """``tasks/update``: answers keyed as the task's ``input_requests`` are."""
-        await update_task(self._client.session, self._task_id, input_responses)
+        await _asking_again_while_busy(
+            lambda: update_task(self._client.session, self._task_id, input_responses),
+            _Deadline(None),
+            f"tasks/update of {self._task_id}",
+        )
 
     async def cancel(self) -> None:
         """``tasks/cancel``: the task ends ``cancelled`` unless it finished first."""
-        await cancel_task(self._client.session, self._task_id)
+        await _asking_again_while_busy(
+            lambda: cancel_task(self._client.session, self._task_id),
+            _Deadline(None),
+            f"tasks/cancel of {self._task_id}",
+        )
 
     async def result(self, *, timeout: float | None = None) -> FastMCPCallToolResult:
         """Drive the task to its end and return the result as ``client.call_tool`` would.

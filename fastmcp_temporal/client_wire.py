@@ -16,9 +16,23 @@ import mcp_types
 from fastmcp.client.telemetry import client_span
 from fastmcp.telemetry import inject_trace_context
 from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+#: ``error.code`` of a ``tasks/*`` or ``tools/call`` that Temporal did not answer in
+#: time; ``error.data.retryable`` says whether asking again is safe.
+TEMPORAL_UNAVAILABLE = -32001
+
+
+def is_retryable_busy(err: MCPError) -> bool:
+    """Whether the server says Temporal was too busy to answer and asking again is safe."""
+    data = err.data
+    return (
+        err.code == TEMPORAL_UNAVAILABLE
+        and isinstance(data, dict)
+        and data.get("retryable") is True
+    )
 
 
 class _TaskFields(mcp_types.Result):

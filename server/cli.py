@@ -43,7 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ``FASTMCP_TEMPORAL_DEBUG=1`` re-raises instead, for bug reports.
     """
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(operations.dashed_task_id_last(given))
     handler: Handler = args.handler
     try:
         return handler(args)

@@ -208,7 +208,10 @@ class AesGcmCodec(PayloadCodec):
             )
         data = payload.data
         try:
-            plain = cipher.decrypt(data[:_NONCE_BYTES], data[_NONCE_BYTES:], key_id.encode())
+            # A view, not a slice: a big payload is not copied once more.
+            sealed = memoryview(data)[_NONCE_BYTES:]
+            plain = cipher.decrypt(data[:_NONCE_BYTES], sealed, key_id.encode())
+            del sealed, data
             return Payload.FromString(plain)
         except (InvalidTag, ValueError, DecodeError):
             # ValueError: data shorter than nonce + tag; DecodeError: not a payload.

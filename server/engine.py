@@ -84,8 +84,14 @@ _RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
 
 
 def mint_task_id() -> str:
-    """192 bits from the OS's CSPRNG, URL-safe: unguessable, usable as a bearer token."""
-    return secrets.token_urlsafe(24)
+    """192 bits from the OS's CSPRNG, URL-safe: unguessable, usable as a bearer token.
+
+    Never with a leading ``-``: one id in 64 would otherwise read as an option to
+    ``fastmcp-temporal tasks show`` and every other command line an operator pastes it into.
+    """
+    while (task_id := secrets.token_urlsafe(24)).startswith("-"):
+        pass
+    return task_id
 
 
 def workflow_id_for(task_id: str, scope: str | None, secret: bytes | None = None) -> str:
@@ -258,7 +264,9 @@ class TaskEngine:
         handle, description = await self._locate(task_id, scope)
         if description.status != WorkflowExecutionStatus.RUNNING:
             # A finished task ignores answers; an expired one is not found.
-            await self.records.closed_view(task_id, handle, description.status, description)
+            await self.records.closed_view(
+                task_id, handle, description.status, description, read_result=False
+            )
             return
         view = await self.records.memo_view(task_id, description)
         outstanding = (view.input_requests or {}) if view.status == "input_required" else {}
@@ -300,7 +308,9 @@ class TaskEngine:
         """
         handle, description = await self._locate(task_id, scope)
         if description.status != WorkflowExecutionStatus.RUNNING:
-            await self.records.closed_view(task_id, handle, description.status, description)
+            await self.records.closed_view(
+                task_id, handle, description.status, description, read_result=False
+            )
             return
         try:
             await handle.cancel(rpc_timeout=self.query_timeout)

@@ -41,6 +41,7 @@ from fastmcp.server.extensions import (
     MethodBinding,
     ServerExtension,
 )
+from fastmcp.tools.base import Tool
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -64,9 +65,14 @@ from fastmcp_temporal.server.listen import TaskListenHandler
 from fastmcp_temporal.server.payload_store import PayloadStoreSettings, with_payload_storage
 from fastmcp_temporal.server.payload_sweep import sweeping
 from fastmcp_temporal.server.plugin import McpTasksPlugin
+from fastmcp_temporal.server.previous_queue import (
+    report_unpolled_queues,
+    serving_previous_queue,
+)
 from fastmcp_temporal.server.scope import task_scope
 from fastmcp_temporal.server.signals import sigterm_unwinds
 from fastmcp_temporal.server.starter import ToolOptions
+from fastmcp_temporal.server.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.versioning import WorkerVersioning
 from fastmcp_temporal.server.wire import (
     AckResult,
@@ -103,6 +109,8 @@ class TemporalTasks(ServerExtension):
             ``mcp-tasks``; on the shared embedded server ``mcp-tasks-<server
             name>``, so two different servers started from one folder never
             run each other's legs (replicas of one server still share it).
+            Tasks left on ``mcp-tasks`` from before still run: see
+            ``fastmcp_temporal.server.previous_queue``.
         ttl_ms: Reported ``ttlMs``: how long a task stays readable; a task still
             running at its TTL is ended (see ``starter``).
         tools: Per-tool ``ToolOptions`` (``ttl_ms``, the legs' ``task_queue``).
@@ -116,7 +124,8 @@ class TemporalTasks(ServerExtension):
             ``fastmcp_temporal.server.codec.task_data_converter(key)``.
         data_dir: Where the embedded dev server keeps its SQLite file.
         ui: Start the embedded dev server's Web UI.
-        query_timeout: Upper bound for each Temporal call of a ``tasks/get``.
+        query_timeout: Upper bound for each Temporal call of a ``tasks/*`` request;
+            past it the request answers ``-32001`` (``server.temporal_busy``).
         leg_policy: Timeouts and retries of each tool leg.
         max_rounds: How many legs one task may run.
         encryption_key: Encrypt every payload at rest (AES-256-GCM): a 32-byte key
@@ -266,20 +275,23 @@ class TemporalTasks(ServerExtension):
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> GetTaskResult:
         routing.check_task_request(ctx, params.task_id)
-        return await self.engine.get(params.task_id, task_scope())
+        with temporal_busy_as_error("tasks/get"):
+            return await self.engine.get(params.task_id, task_scope())
 
     async def _handle_update(
         self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
     ) -> AckResult:
         routing.check_task_request(ctx, params.task_id)
-        await self.engine.update(params.task_id, task_scope(), params.input_responses)
+        with temporal_busy_as_error("tasks/update"):
+            await self.engine.update(params.task_id, task_scope(), params.input_responses)
         return AckResult()
 
     async def _handle_cancel(
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> AckResult:
         routing.check_task_request(ctx, params.task_id)
-        await self.engine.cancel(params.task_id, task_scope())
+        with temporal_busy_as_error("tasks/cancel"):
+            await self.engine.cancel(params.task_id, task_scope())
         return AckResult()
 
     # -- tools/call -----------------------------------------------------------
@@ -326,6 +338,8 @@ class TemporalTasks(ServerExtension):
                 client = with_payload_storage(self._client, storage)
             else:
                 client = await self._connect(stack, storage)
+                if self._dev_server is None:
+                    payloads.announce_local_default()
             versioning = self._worker_versioning()
             task_queue = self.task_queue
             self._engine = TaskEngine(
@@ -364,22 +378,27 @@ class TemporalTasks(ServerExtension):
                     **self._worker_options,
                 }
                 workflows, activities = await workflow_tool_parts(self.server)
-                worker = Worker(
-                    client,
-                    task_queue=task_queue,
-                    plugins=[
-                        McpTasksPlugin(
-                            self.server,
-                            workflows=workflows,
-                            activities=activities,
-                            versioning=versioning,
-                            max_payload_bytes=payloads.max_payload_bytes,
-                        )
-                    ],
-                    **options,
-                )
-                await stack.enter_async_context(worker)
+
+                def new_worker(queue: str) -> Worker:
+                    plugin = McpTasksPlugin(
+                        self.server,
+                        workflows=workflows,
+                        activities=activities,
+                        versioning=versioning,
+                        max_payload_bytes=payloads.max_payload_bytes,
+                    )
+                    return Worker(client, task_queue=queue, plugins=[plugin], **options)
+
+                await stack.enter_async_context(new_worker(task_queue))
                 await stack.enter_async_context(sweeping(payloads, storage, client))
+                if self._dev_server is not None and self._task_queue is None:
+                    tools = {c.name for c in await self.server.get_tasks() if isinstance(c, Tool)}
+                    await stack.enter_async_context(
+                        serving_previous_queue(client, tools, new_worker)
+                    )
+                    await report_unpolled_queues(
+                        client, task_queue, tools, Path(self._dev_server.data_dir)
+                    )
             try:
                 yield
             finally:

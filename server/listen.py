@@ -13,8 +13,10 @@ No ``notifications/progress`` or ``notifications/message`` is sent here (R46).
 
 Each task is followed by ``task_watch.watch``: a long poll on its workflow's
 history, so the front end holding the stream learns of changes made by any
-worker, an idle (parked) task costs one pending RPC and no reads, and progress
-messages of a running leg are re-read at the task's own ``pollIntervalMs``.
+worker, an idle (parked) task costs one pending RPC and no reads, a wake reads
+only when its events can change the task (the completion carries the final
+task itself), and progress messages of a running leg are re-read at the task's
+own ``pollIntervalMs``, at most once a second (the heartbeat throttle).
 When every acknowledged task has finished, the stream ends gracefully with its
 ``SubscriptionsListenResult``; when the client goes away, the transport cancels
 the handler and every watch stops with it.

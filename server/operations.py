@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import re
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
@@ -180,6 +181,27 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         connection.add_arguments(parser)
         payload_store.add_argument(parser)
         parser.set_defaults(handler=_run)
+
+
+#: A task id (or workflow id) that begins with ``-``: ids minted before ``mint_task_id``
+#: avoided a leading dash. Sixteen characters or more, so never one of our option names.
+_DASHED_ID = re.compile(r"^-[A-Za-z0-9_-]{15,}$")
+
+
+def dashed_task_id_last(argv: Sequence[str]) -> list[str]:
+    """Let ``tasks show|cancel`` take a task id that starts with ``-``.
+
+    argparse reads ``-T8wB…`` as an unknown option and then misses its positional; moving such
+    a token behind ``--`` keeps every real option where the operator typed it.
+    """
+    args = list(argv)
+    if args[:1] != ["tasks"] or len(args) < 2 or args[1] not in ("show", "cancel"):
+        return args
+    dashed = [arg for arg in args[2:] if _DASHED_ID.match(arg)]
+    if len(dashed) != 1 or "--" in args:
+        return args
+    args.remove(dashed[0])
+    return [*args, "--", dashed[0]]
 
 
 def _run(args: argparse.Namespace) -> int:

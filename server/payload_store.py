@@ -19,7 +19,9 @@ The store is chosen by ``payload_store`` or ``$FASTMCP_TEMPORAL_PAYLOAD_STORE``:
 
 * a path or ``file:///path`` (default ``<data dir>/payloads``): ``DiskStorageDriver``.
   Every process of a deployment must see the same directory (one host, or a
-  shared volume); blobs of purged tasks are removed by ``payload_sweep``.
+  shared volume); blobs of purged tasks are removed by ``payload_sweep``. On a
+  configured Temporal address with nothing chosen, each process says once at
+  start-up where big payloads go and how to choose (``announce_local_default``).
 * ``s3://bucket``: temporalio's ``S3StorageDriver`` over aioboto3. Endpoint,
   region and credentials come from the usual ``AWS_*`` variables
   (``AWS_ENDPOINT_URL`` for MinIO); expiry is the bucket's lifecycle rule.
@@ -36,6 +38,7 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
+import logging
 import os
 import uuid
 from collections.abc import Sequence
@@ -56,6 +59,8 @@ from temporalio.converter import (
 )
 
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
+
+logger = logging.getLogger(__name__)
 
 STORE_ENV = "FASTMCP_TEMPORAL_PAYLOAD_STORE"
 THRESHOLD_ENV = "FASTMCP_TEMPORAL_PAYLOAD_THRESHOLD"
@@ -144,10 +149,7 @@ class DiskStorageDriver(StorageDriver):
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            raise FileNotFoundError(
-                f"Payload blob {relative!r} is missing from {self.root} (a process that does "
-                "not share this directory wrote it, or the task was purged)"
-            ) from None
+            raise FileNotFoundError(missing_blob_message(relative, self.root)) from None
         if hashlib.sha256(data).hexdigest() != claim.claim_data.get("sha256"):
             raise ValueError(f"Payload blob {relative!r} failed its SHA-256 check")
         return Payload.FromString(data)
@@ -170,6 +172,34 @@ def namespace_directory(root: Path, namespace: str) -> Path:
     return root / _segment(namespace)
 
 
+#: How to choose one store for a whole deployment (in the messages below).
+_CHOOSE_A_STORE = (
+    f"set ${STORE_ENV} (or payload_store=, or --payload-store) to s3://<bucket> "
+    "or a directory every process shares"
+)
+
+
+def missing_blob_message(relative: str, root: Path) -> str:
+    return (
+        f"Payload blob {relative!r} is missing from {root}: a process that does not share "
+        "this directory stored it, or its task was purged. Every front end and worker "
+        f"must use one payload store: {_CHOOSE_A_STORE}"
+    )
+
+
+def local_default_notice(root: Path, threshold: int) -> str:
+    """The start-up line of a process on a configured Temporal with the default disk store."""
+    return (
+        f"fastmcp-temporal: payloads of {threshold} bytes or more go to the local directory "
+        f"{root} (no payload store configured); front ends and workers on other hosts will "
+        f"not find them: {_CHOOSE_A_STORE}"
+    )
+
+
+#: Disk stores this process has logged ``local_default_notice`` for.
+_announced_roots: set[Path] = set()
+
+
 @dataclass(frozen=True)
 class PayloadStoreSettings:
     """Where big payloads go and how big they may be; ``resolve`` reads the environment."""
@@ -177,6 +207,8 @@ class PayloadStoreSettings:
     store: str | StorageDriver
     threshold: int = DEFAULT_THRESHOLD
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    #: Nothing chose the store: it is the data directory's ``payloads/`` on local disk.
+    defaulted: bool = False
 
     @classmethod
     def resolve(
@@ -191,6 +223,7 @@ class PayloadStoreSettings:
         chosen = store if store is not None else os.environ.get(STORE_ENV) or None
         settings = cls(
             store=chosen if chosen is not None else str(data_dir / "payloads"),
+            defaulted=chosen is None,
             threshold=threshold
             if threshold is not None
             else _env_int(THRESHOLD_ENV, DEFAULT_THRESHOLD),
@@ -211,6 +244,20 @@ class PayloadStoreSettings:
             return None
         parsed = urlparse(self.store)
         return Path(unquote(parsed.path) if parsed.scheme == "file" else self.store).resolve()
+
+    def announce_local_default(self) -> None:
+        """On a configured Temporal: say once where big payloads go if nobody chose.
+
+        The default store is right for the embedded server (one host, one data
+        directory) and silently wrong for a cluster with workers elsewhere: a
+        blob one host wrote is missing on another, found only when the first
+        big payload shows up. One line at start-up says so before that happens.
+        """
+        root = self.disk_root
+        if not self.defaulted or root is None or root in _announced_roots:
+            return
+        _announced_roots.add(root)
+        logger.warning(local_default_notice(root, self.threshold))
 
     async def open(self, stack: contextlib.AsyncExitStack) -> ExternalStorage:
         """The ``ExternalStorage`` for these settings; an S3 client closes with ``stack``."""

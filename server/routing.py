@@ -27,6 +27,7 @@ from fastmcp_temporal import _compat
 from fastmcp_temporal.server import mrtr
 from fastmcp_temporal.server.creation import create_task
 from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.wire import missing_capability
 
 if TYPE_CHECKING:
@@ -101,6 +102,9 @@ async def route_tool_call(
         )
     if not opted_in:
         return await call_next()
-    if tool.name in mrtr_first_tools:
-        return await mrtr.create_task_mrtr_first(engine, tool, params, context, window=mrtr_window)
-    return await create_task(engine, tool, dict(params.arguments or {}), context)
+    with temporal_busy_as_error("tools/call"):
+        if tool.name in mrtr_first_tools:
+            return await mrtr.create_task_mrtr_first(
+                engine, tool, params, context, window=mrtr_window
+            )
+        return await create_task(engine, tool, dict(params.arguments or {}), context)

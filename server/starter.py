@@ -33,6 +33,15 @@ logger = logging.getLogger(__name__)
 #: How long past its TTL a task may still run before Temporal ends it. A parked
 #: task fails itself at its TTL; this margin keeps that (clearer) end first.
 EXPIRY_GRACE = timedelta(minutes=1)
+#: The workflow task timeout of a task whose legs are local. A local leg runs
+#: inside a workflow task, which the SDK keeps open by completing it at 80 % of
+#: this timeout; only then does the worker see a ``tasks/cancel`` (or any other
+#: new event), so it bounds how late a running local leg learns it is cancelled.
+#: Temporal's default (10 s) made that ~8 s; this makes it at most ~1.6 s, for
+#: ~3 more history events per 1.6 s of a running leg (bench/results/local_cancel.md).
+LOCAL_LEGS_TASK_TIMEOUT = timedelta(seconds=2)
+#: Temporal's ceiling for a workflow task timeout (a longer one is cut to it).
+MAX_TASK_TIMEOUT = timedelta(seconds=120)
 
 
 @dataclass(frozen=True)
@@ -45,17 +54,34 @@ class ToolOptions:
             ``--task-queue``); the workflow stays on the extension's queue.
         local_legs: Run this tool's legs as local activities, in the worker that
             runs the workflow: faster for short legs, but a local leg reports no
-            progress and is cancelled or retried only at its timeout
-            (``LegPolicy.local_timeout_s``).
+            progress and is retried only at its timeout
+            (``LegPolicy.local_timeout_s``). A ``tasks/cancel`` reaches a running
+            local leg when the SDK next completes the workflow task it runs in,
+            at 80 % of ``workflow_task_timeout``.
+        workflow_task_timeout: The Temporal workflow task timeout of this tool's
+            tasks. ``None``: ``LOCAL_LEGS_TASK_TIMEOUT`` (2 s) with
+            ``local_legs``, so a running local leg sees a cancel within ~1.6 s
+            (Temporal's 10 s default: ~8 s), at the price of three history
+            events (a workflow task) per ~1.6 s of a running local leg (a leg
+            shorter than that adds none); a lost worker's local leg also runs
+            again after 2 s rather than 10. Temporal's default without. Shorter
+            costs more history (1 s: twice the events, for ~0.8 s), and a worker
+            that cannot answer a workflow task within the timeout makes it time
+            out and run again (none did in ``bench/local_cancel.py``, down to
+            1 s, beside busy loops or with the worker's event loop starved).
     """
 
     ttl_ms: int | None = None
     task_queue: str | None = None
     local_legs: bool = False
+    workflow_task_timeout: timedelta | None = None
 
     def __post_init__(self) -> None:
         if self.ttl_ms is not None and self.ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
+        timeout = self.workflow_task_timeout
+        if timeout is not None and not timedelta(0) < timeout <= MAX_TASK_TIMEOUT:
+            raise ValueError("workflow_task_timeout must be positive and at most 120 s")
 
 
 class WorkflowStarter:
@@ -81,6 +107,15 @@ class WorkflowStarter:
             update["task_queue"] = options.task_queue
         return default.model_copy(update=update)
 
+    def task_timeout(self, tool_name: str) -> timedelta | None:
+        """The workflow task timeout its tasks start with (``None``: Temporal's default)."""
+        options = self.tools.get(tool_name)
+        if options is None:
+            return None
+        if options.workflow_task_timeout is not None:
+            return options.workflow_task_timeout
+        return LOCAL_LEGS_TASK_TIMEOUT if options.local_legs else None
+
     async def start(self, start: TaskStart, *, id: str, **options: Any) -> None:
         """Start ``McpTask:<tool>``; without the search attributes if the namespace lacks them."""
         options.update(
@@ -99,6 +134,9 @@ class WorkflowStarter:
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         )
+        task_timeout = self.task_timeout(start.tool_name)
+        if task_timeout is not None:
+            options["task_timeout"] = task_timeout
         workflow_type = visibility.workflow_type(start.tool_name)
         if self.search_attributes:
             try:

@@ -11,6 +11,7 @@ task stops being readable.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,6 +19,7 @@ from typing import Any
 
 from fastmcp.utilities.tasks import DEFAULT_POLL_INTERVAL
 from google.protobuf.timestamp_pb2 import Timestamp
+from mcp.shared.exceptions import MCPError
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import (
@@ -29,6 +31,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from fastmcp_temporal.activities.stored_result import load_stored_result
 from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
 from fastmcp_temporal.server.wire import GetTaskResult, task_not_found
 from fastmcp_temporal.workflows.leg_retry import failure_reason
@@ -44,6 +47,12 @@ from fastmcp_temporal.workflows.task_workflow import (
 FINISHED_GRACE = timedelta(minutes=1)
 #: How far back a timed-out task's history is searched for why nobody ran it.
 _RECENT_EVENTS = 10
+#: What a client reads when its finished task's stored result cannot be read here.
+UNREADABLE_RESULT = (
+    "The task finished, but this server cannot read its stored result "
+    "(a deployment problem; the server log says why)"
+)
+logger = logging.getLogger(__name__)
 #: The task status a closed workflow's memo holds when it carries the final view.
 _FINISHED_AS = {
     WorkflowExecutionStatus.COMPLETED: "completed",
@@ -139,15 +148,22 @@ class TaskRecords:
         handle: WorkflowHandle[Any, TaskView],
         status: WorkflowExecutionStatus,
         description: TaskDescription | None = None,
+        *,
+        read_result: bool = True,
     ) -> GetTaskResult:
+        """How a closed task ended; ``read_result=False`` skips reading a stored result
+        (``tasks/update`` and ``tasks/cancel`` only need to know it has not expired)."""
         if description is None:
             description = await self.describe(task_id, handle.id)
         memo_view = await self.memo_view(task_id, description, closed=True)
         if memo_view.status == _FINISHED_AS.get(status):
-            # A small finished view is in the memo: no second read.
-            return self.unless_expired(task_id, GetTaskResult.from_view(memo_view))
+            # A small finished view is in the memo (a big result by reference): no second read.
+            view = await self._with_result(memo_view) if read_result else memo_view
+            return self.unless_expired(task_id, GetTaskResult.from_view(view))
         if status == WorkflowExecutionStatus.COMPLETED:
-            view = await handle.result(rpc_timeout=self.query_timeout)
+            # Too big for the memo: a big result of a task that finished before
+            # RESULT_STORED_ONCE is in the workflow's result.
+            view = await self._with_result(await handle.result(rpc_timeout=self.query_timeout))
             return self.unless_expired(task_id, GetTaskResult.from_view(view))
         closed_at = description.close_time or datetime.now(UTC)
         if status == WorkflowExecutionStatus.CANCELED:
@@ -175,6 +191,22 @@ class TaskRecords:
                 }
             )
         return self.unless_expired(task_id, GetTaskResult.from_view(view))
+
+    async def _with_result(self, view: TaskView) -> TaskView:
+        """``view`` with its stored result read in; the expiry is checked first, so an
+        expired task costs no read."""
+        if view.stored_result is None:
+            return view
+        self.unless_expired(view.task_id, GetTaskResult.from_view(view))
+        try:
+            result = await load_stored_result(self.client.data_converter, view.stored_result)
+        except Exception:
+            # A store this process does not share, a missing key, a purged blob:
+            # the deployment's problem, and its details (paths, buckets, key ids)
+            # are for the operator's log, not for the client.
+            logger.exception("Cannot read the stored result of task %s", view.task_id)
+            raise MCPError(code=INTERNAL_ERROR, message=UNREADABLE_RESULT) from None
+        return view.model_copy(update={"result": result, "stored_result": None})
 
     async def _unreadable_reason(self, workflow_id: str) -> str | None:
         """Why no worker could run a workflow that timed out, if no worker could decrypt it.

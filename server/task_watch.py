@@ -6,14 +6,29 @@ polling ``describe``: it long-polls the workflow's history
 request until an event is appended (a leg finished, an answer arrived, the
 workflow completed a workflow task, the run closed) or its long-poll window
 ends, so a watched task that does nothing costs one pending RPC on the
-frontend and no reads, and any replica can watch a task any worker runs. Each
-wake-up reads the task exactly as ``tasks/get`` does and yields it when a
+frontend and no reads, and any replica can watch a task any worker runs.
+
+A wake-up reads the task only when its new events can change what
+``tasks/get`` shows. Those that cannot -- a workflow task scheduled, started
+or completed without a memo change, a leg scheduled or finished (the next
+state is what the workflow records after it), a search attribute, a marker, a
+timer -- cost no read: under load most wakes are these, and every read is a
+``describe`` competing with the completions it waits for. A run that
+completed carries its final view in the completion event itself, so the last
+state comes from the wake that announced it, with no read at all. Other wakes
+read the task exactly as ``tasks/get`` does and yield it when a
 client-visible field changed.
 
 Progress messages live in the running leg's heartbeat, which is not history.
 Watchers that want them (``progress=True``, the ``subscriptions/listen`` push)
-also re-read a ``working`` task at its own adaptive ``pollIntervalMs``; a
-parked or finished task is never re-read on a timer.
+also re-read a ``working`` task at its own adaptive ``pollIntervalMs``, but
+not more often than once a second: a leg's message reaches Temporal at most
+that often (the worker's heartbeat throttle, ``max_heartbeat_throttle_interval``:
+1 s for the embedded worker, longer by default), so faster reads find nothing
+new, and they were about a fifth of the CPU a listened-to 2 s task cost (10
+at a time, clients, server and worker in one process: about 40 ms with reads
+every 200 ms, 33 ms with none). A parked or finished task is never re-read
+on a timer.
 """
 
 from __future__ import annotations
@@ -25,17 +40,40 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.service import RPCError, RPCStatusCode
 
+from fastmcp_temporal.server import poll_interval
+from fastmcp_temporal.server.codec import PayloadDecryptionError
 from fastmcp_temporal.server.engine import TaskEngine, workflow_id_for
-from fastmcp_temporal.server.poll_interval import FLOOR_MS
 from fastmcp_temporal.server.wire import TERMINAL_STATUSES, GetTaskResult
+from fastmcp_temporal.workflows.models import TaskView
 
 #: Upper bound of one long poll; the server answers earlier (empty) when its own window ends.
 LONG_POLL_TIMEOUT = timedelta(seconds=70)
+#: The shortest time between two progress reads of a running task (the heartbeat throttle).
+PROGRESS_READ_FLOOR_MS = 1000
 #: Fields that change between reads without the task changing.
 _VOLATILE = {"poll_interval_ms"}
+#: Events after which ``tasks/get`` answers as before: the memo, the close and
+#: a pending answer come with other events (properties modified, the close, a
+#: signal); a failing workflow task or leg is not in this set.
+_INVISIBLE = frozenset(
+    {
+        EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+        EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+        EventType.EVENT_TYPE_MARKER_RECORDED,
+        EventType.EVENT_TYPE_TIMER_STARTED,
+        EventType.EVENT_TYPE_TIMER_FIRED,
+    }
+)
 
 
 def is_terminal(task: GetTaskResult) -> bool:
@@ -67,21 +105,24 @@ async def watch(
     if is_terminal(current):
         return
     history = _HistoryTail(engine, workflow_id_for(task_id, scope))
-    waiting: asyncio.Task[bool] | None = None
+    waiting: asyncio.Task[list[HistoryEvent] | None] | None = None
     try:
         while not is_terminal(current):
             if waiting is None:
                 waiting = asyncio.ensure_future(history.next_change())
             timer = None  # only a running leg changes (its progress) outside the history
             if progress and current.status == "working":
-                timer = (current.poll_interval_ms or FLOOR_MS) / 1000
+                timer = max(current.poll_interval_ms or 0, PROGRESS_READ_FLOOR_MS) / 1000
             done, _ = await asyncio.wait({waiting}, timeout=timer)
+            latest: GetTaskResult | None = None
             if waiting in done:
-                if not waiting.result():
-                    waiting = None
-                    continue  # the long poll's window ended with nothing new
+                events = waiting.result()
                 waiting = None
-            latest = await engine.get(task_id, scope)
+                if events is None or not _may_show(events):
+                    continue  # the window ended, or nothing a client sees changed
+                latest = await _completed_view(engine, task_id, events)
+            if latest is None:
+                latest = await engine.get(task_id, scope)
             if _visible(latest) != _visible(current):
                 yield latest
             current = latest
@@ -90,6 +131,34 @@ async def watch(
             waiting.cancel()
             with contextlib.suppress(asyncio.CancelledError, RPCError):
                 await waiting
+
+
+def _may_show(events: list[HistoryEvent]) -> bool:
+    """Whether ``events`` (new at the history's end) can change what ``tasks/get`` shows.
+
+    No events is a run that closed before this watch saw it: read.
+    """
+    return not events or any(event.event_type not in _INVISIBLE for event in events)
+
+
+async def _completed_view(
+    engine: TaskEngine, task_id: str, events: list[HistoryEvent]
+) -> GetTaskResult | None:
+    """The final task from a completion event among ``events``; ``None`` if there is none.
+
+    The workflow's result is the finished ``TaskView`` (what ``tasks/get``
+    reads back from the memo or the result), so it is decoded where the wake
+    found it. A payload this server cannot decrypt is left to ``tasks/get``.
+    """
+    if not events or events[-1].event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+        return None
+    payloads = list(events[-1].workflow_execution_completed_event_attributes.result.payloads)
+    try:
+        (view,) = await engine.client.data_converter.decode(payloads[:1], [TaskView])
+    except PayloadDecryptionError:
+        return None
+    finished = GetTaskResult.from_view(view)
+    return poll_interval.adapt(engine.records.unless_expired(task_id, finished))
 
 
 class _HistoryTail:
@@ -106,8 +175,11 @@ class _HistoryTail:
         self._workflow_id = workflow_id
         self._token = b""
 
-    async def next_change(self) -> bool:
-        """Wait for new events; ``False`` when the long poll's window ended without any."""
+    async def next_change(self) -> list[HistoryEvent] | None:
+        """Wait for new events; ``None`` when the long poll's window ended without any.
+
+        An empty list is a closed run with nothing new on this page.
+        """
         request = GetWorkflowExecutionHistoryRequest(
             namespace=self._client.namespace,
             execution=WorkflowExecution(workflow_id=self._workflow_id),
@@ -122,6 +194,7 @@ class _HistoryTail:
         except RPCError as err:
             if err.status != RPCStatusCode.DEADLINE_EXCEEDED:
                 raise
-            return False
+            return None
         self._token = response.next_page_token
-        return bool(response.history.events) or not self._token
+        events = list(response.history.events)
+        return events if events or not self._token else None

@@ -124,7 +124,7 @@ def is_missing_search_attribute(err: BaseException) -> bool:
     )
 
 
-def _quoted(value: str) -> str:
+def quoted(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -141,21 +141,21 @@ def list_query(
     status filter the execution status (``working`` and ``input_required``
     are both ``Running`` then).
     """
-    clauses = [f"WorkflowType STARTS_WITH {_quoted(WORKFLOW_TYPE)}"]
+    clauses = [f"WorkflowType STARTS_WITH {quoted(WORKFLOW_TYPE)}"]
     if tool is not None:
         if search_attributes:
-            clauses.append(f"{TOOL_NAME_ATTRIBUTE.name} = {_quoted(tool)}")
+            clauses.append(f"{TOOL_NAME_ATTRIBUTE.name} = {quoted(tool)}")
         else:
-            clauses.append(f"WorkflowType = {_quoted(workflow_type(tool))}")
+            clauses.append(f"WorkflowType = {quoted(workflow_type(tool))}")
     if status is not None:
         if status not in TASK_STATUSES:
             raise ValueError(f"Unknown status {status!r}: one of {', '.join(TASK_STATUSES)}")
         if search_attributes:
-            clauses.append(f"{TASK_STATUS_ATTRIBUTE.name} = {_quoted(status)}")
+            clauses.append(f"{TASK_STATUS_ATTRIBUTE.name} = {quoted(status)}")
         else:
-            clauses.append(f"ExecutionStatus = {_quoted(_EXECUTION_STATUS[status])}")
+            clauses.append(f"ExecutionStatus = {quoted(_EXECUTION_STATUS[status])}")
     if task_queue is not None:
-        clauses.append(f"TaskQueue = {_quoted(task_queue)}")
+        clauses.append(f"TaskQueue = {quoted(task_queue)}")
     return " AND ".join(clauses)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import pytest
@@ -24,6 +24,7 @@ from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import run_server_async
 
 from fastmcp_temporal.client import enable_transparent_tasks
+from tests import exclusive
 
 with contextlib.suppress(ImportError):
     import fastmcp_tasks  # noqa: F401  (the peer's client half, FastMCP 4.1 only)
@@ -44,3 +45,15 @@ def _no_ambient_temporal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests choose their Temporal explicitly; an exported address must not leak in."""
     if os.environ.get("TEMPORAL_ADDRESS"):
         monkeypatch.delenv("TEMPORAL_ADDRESS")
+
+
+@pytest.fixture(autouse=True)
+def _turn(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests run in parallel; an ``exclusive`` one runs alone (``tests.exclusive``)."""
+    alone = request.node.get_closest_marker(exclusive.MARKER) is not None
+    with exclusive.turn(exclusive.lock_dir(), exclusive=alone):
+        yield
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    exclusive.exclusive_first(items)

@@ -159,6 +159,7 @@ async def test_restart_the_temporal_server_with_tasks_running_and_parked(
     assert [final.status for final in finals] == ["completed"] * 10
 
 
+@pytest.mark.exclusive  # 1000 tasks at once: tests beside it would miss their short windows
 async def test_load_1000_tasks_from_50_concurrent_http_clients(
     temporal_tasks: Callable[..., TemporalTasks],
 ) -> None:

@@ -26,7 +26,6 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -489,11 +488,8 @@ async def test_other_scopes_get_the_unknown_id_error_with_no_worker_up(
         owners["alice"] = await parked_and_finished(RawMcp(url, bearer="alice"))
         owners["anonymous"] = await parked_and_finished(RawMcp(open_url))
     # The worker is gone. Two stateless front ends on the same queue:
-    quick = timedelta(milliseconds=300)  # no worker will answer a query; do not wait long
-    secured_front = build_server(
-        temporal_tasks(run_worker=False, query_timeout=quick), auth=verifier()
-    )
-    anonymous_front = build_server(temporal_tasks(run_worker=False, query_timeout=quick))
+    secured_front = build_server(temporal_tasks(run_worker=False), auth=verifier())
+    anonymous_front = build_server(temporal_tasks(run_worker=False))
     async with (
         run_server_async(secured_front) as url,
         run_server_async(anonymous_front) as open_url,

@@ -8,13 +8,17 @@ from typing import Any
 
 import mcp_types
 import pytest
-from fastmcp import Context, FastMCP
+from fastmcp import Client, Context, FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from fastmcp_temporal.client import call_tool_task
+from fastmcp_temporal.server.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.task_watch import watch
+from fastmcp_temporal.server.wire import GetTaskResult
 from tests.helpers import eventually
 from tests.wire import RawMcp
 
@@ -45,7 +49,7 @@ def build(extension: TemporalTasks) -> FastMCP:
             return f"{state.removeprefix('name=')} likes {answers[0]}"
         if answers:
             await ctx.report_progress(1, 2, "thinking it over")
-            await asyncio.sleep(1.5)
+            await asyncio.sleep(2.5)  # progress reads are at least 1 s apart
         question = "color" if answers else "name"
         return mcp_types.InputRequiredResult(  # type: ignore[return-value]
             input_requests={
@@ -118,7 +122,7 @@ async def test_the_stream_pushes_every_transition_of_the_callers_own_tasks(url: 
     assert [key.split(".")[-1] for key in asked] == ["name", "color"]
     # The first frame is the task when the stream opened (working, or already
     # asking); after that every transition: working again after the first
-    # answer (the leg takes 1.5 s), then the second question and the result.
+    # answer (the leg takes 2.5 s), then the second question and the result.
     assert changes[changes.index("input_required") :] in (
         ["input_required", "working", "input_required", "completed"],
         ["input_required", "working", "input_required", "working", "completed"],
@@ -147,6 +151,24 @@ async def test_no_progress_or_log_notifications_ride_the_stream(url: str) -> Non
                     key = next(iter(params["inputRequests"]))
                     await answer(alice, task_id, params, "Bo" if key.endswith("name") else "red")
     assert set(methods) == {"notifications/subscriptions/acknowledged", "notifications/tasks"}
+
+
+async def test_serving_listen_for_tasks_advertises_no_list_changes(url: str) -> None:
+    """Listen is served for ``taskIds`` only. FastMCP publishes no list changes on
+    this protocol, so the core capabilities are what the same server advertises
+    without the extension: no ``listChanged``, no ``resources.subscribe``."""
+    plain = FastMCP("plain")
+
+    @plain.tool
+    def noop() -> str:
+        return "ok"
+
+    ours = (await RawMcp(url, bearer="alice").result("server/discover", {}))["capabilities"]
+    async with run_server_async(plain) as plain_url:
+        theirs = (await RawMcp(plain_url).result("server/discover", {}))["capabilities"]
+    for part in ("tools", "prompts", "resources"):
+        assert ours[part] == theirs[part], part
+    assert not ours["tools"].get("listChanged") and not ours["resources"].get("subscribe")
 
 
 async def test_listening_for_tasks_needs_the_extension(url: str) -> None:
@@ -209,3 +231,53 @@ async def test_a_front_end_without_a_worker_pushes_what_another_worker_does(
                 done = await anext(messages)
         assert done["params"]["status"] == "completed"
         assert done["params"]["result"]["content"][0]["text"] == "rested"
+
+
+async def test_a_leg_ending_its_task_is_followed_without_reads(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    """Once a task's leg runs, its end and the run's close are learned without a read.
+
+    A leg's completion changes nothing a client sees until the workflow records
+    it, and the completion event carries the final task, so only the first long
+    poll (the history as it was, a ``STARTED`` event among it) may cause a read.
+    A watcher reading on every wake (as this one did) reads again for the leg's
+    end and the close (2 reads in this test then).
+    """
+    extension = temporal_tasks()
+    mcp = FastMCP("watch")
+    mcp.add_extension(extension)
+
+    @mcp.tool(task=True)
+    async def doze() -> str:
+        await asyncio.sleep(1.0)
+        return "rested"
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "doze", {})
+        engine = extension.engine
+        workflow_id = workflow_id_for(task.task_id, None)
+        while not (await engine.records.describe(task.task_id, workflow_id)).raw.pending_activities:
+            await asyncio.sleep(0.02)  # until the leg is scheduled
+        seen = await engine.get(task.task_id, None)
+        assert seen.status == "working"
+        reads = _count_reads(engine)
+        views = [view async for view in watch(engine, task.task_id, None, seen=seen)]
+        watch_reads = len(reads)
+        final = await engine.get(task.task_id, None)
+    assert [view.status for view in views] == ["completed"]
+    assert views[-1] == final
+    assert watch_reads <= 1
+
+
+def _count_reads(engine: TaskEngine) -> list[str]:
+    """Record each ``tasks/get`` read of ``engine`` from now on (the real read still runs)."""
+    reads: list[str] = []
+    read = engine.get
+
+    async def counted(task_id: str, scope: str | None) -> GetTaskResult:
+        reads.append(task_id)
+        return await read(task_id, scope)
+
+    engine.get = counted  # type: ignore[method-assign]
+    return reads

@@ -24,6 +24,7 @@ from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import run_server_async
 from temporalio import activity
 from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks
@@ -334,3 +335,58 @@ async def test_tasks_cancel_on_a_finished_task_says_so_and_fails(
     assert done.stderr.strip() == (
         f"Task {task.task_id!r} already finished (completed): not cancelled"
     )
+
+
+def test_task_ids_never_start_with_a_dash() -> None:
+    """One id in 64 would, from ``token_urlsafe``: it would read as an option on a command line."""
+    assert not any(mint_task_id().startswith("-") for _ in range(5000))
+
+
+async def test_show_and_cancel_take_a_task_id_that_starts_with_a_dash(
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    temporal_tasks: Callable[..., TemporalTasks],
+    task_queue: str,
+) -> None:
+    """Tasks minted before ids avoided a leading ``-`` are still operated by their id."""
+    mcp = FastMCP("dashed")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def slow() -> str:
+        await asyncio.sleep(3600)
+        return "never"
+
+    task_id = "-" + mint_task_id()[1:]
+    start = TaskStart(
+        task_id=task_id,
+        tool_name="slow",
+        arguments={},
+        created_at=datetime.now(UTC),
+        ttl_ms=60_000,
+        poll_interval_ms=100,
+    )
+    async with Client(mcp):
+        handle = await temporal_client.start_workflow(
+            WORKFLOW_TYPE, start, id=workflow_id_for(task_id, None), task_queue=task_queue
+        )
+        address = temporal_server.address
+        shown = await asyncio.to_thread(
+            subprocess.run,
+            [str(BIN / "fastmcp-temporal"), "tasks", "show", "--address", address, task_id],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["taskId"] == task_id
+        cancelled = await asyncio.to_thread(cli, address, "tasks", "cancel", task_id)
+        assert cancelled.returncode == 0, cancelled.stderr
+        description = await handle.describe()
+        for _ in range(100):
+            if description.status != WorkflowExecutionStatus.RUNNING:
+                break
+            await asyncio.sleep(0.1)
+            description = await handle.describe()
+    assert description.status == WorkflowExecutionStatus.CANCELED

@@ -4,7 +4,8 @@ A task in flight is a history that a worker with *new* code will replay. The
 histories in ``tests/histories`` were recorded from real tasks on a real dev
 server (``python -m tests.histories.record``), one per path the task workflow
 can take and per code generation (the top level before the patches
-``legs-retry-until-deadline`` and ``progress-in-memo``, ``v2/`` with them);
+``legs-retry-until-deadline`` and ``progress-in-memo``, ``v2/`` with them,
+``v3/`` with ``result-stored-once`` too);
 here ``Replayer`` re-runs each one against ``McpTaskWorkflow``,
 ``McpToolTaskWorkflow`` and the recorded workflow tool, configured exactly as a
 worker is (``McpTasksPlugin``: converter, codec, payload store, sandbox). A
@@ -27,7 +28,8 @@ from fastmcp_temporal.activities.tool_leg import HANDED_BACK_ERROR_TYPE
 from fastmcp_temporal.server.codec import ENCODING, KEY_ENV
 from fastmcp_temporal.server.payload_store import DiskStorageDriver
 from fastmcp_temporal.workflows.leg_retry import RETRY_UNTIL_DEADLINE_PATCH
-from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
+from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES, TaskView
+from fastmcp_temporal.workflows.task_workflow import RESULT_STORED_ONCE
 from fastmcp_temporal.workflows.tool_helpers import PROGRESS_IN_MEMO_PATCH
 from tests.histories.catalog import (
     ENCRYPTED_FILES,
@@ -38,6 +40,7 @@ from tests.histories.catalog import (
 )
 from tests.histories.paths import TEST_ENCRYPTION_KEY
 from tests.histories.paths_v2 import STORED_PAYLOADS_THRESHOLD, V2
+from tests.histories.paths_v3 import V3
 from tests.histories.replay import HISTORIES, load_history, task_replayer
 
 
@@ -98,15 +101,24 @@ SIGNS = {
 
 
 def _base(file: str) -> str:
-    return file.removeprefix(f"{V2}/")
+    return file.removeprefix(f"{V2}/").removeprefix(f"{V3}/")
+
+
+def _declared(table: dict[str, EventType.ValueType], file: str) -> EventType.ValueType | None:
+    """``file``'s entry; a ``v3/x`` without one is ``v2/x``, a ``v2/x`` without one is ``x``."""
+    candidates = [file]
+    if file.startswith(f"{V3}/"):
+        candidates.append(f"{V2}/{_base(file)}")
+    candidates.append(_base(file))
+    return next((table[name] for name in candidates if name in table), None)
 
 
 @pytest.mark.parametrize("file", FILES)
 def test_a_recorded_history_is_its_whole_path(file: str) -> None:
     kinds = [event.event_type for event in load_history(file).events]
     completed = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
-    assert kinds[-1] == ENDINGS.get(file, ENDINGS.get(_base(file), completed))
-    sign = SIGNS.get(file, SIGNS.get(_base(file)))
+    assert kinds[-1] == (_declared(ENDINGS, file) or completed)
+    sign = _declared(SIGNS, file)
     if sign is not None:
         assert sign in kinds
     if _base(file) == "local_leg":
@@ -124,23 +136,27 @@ def _patches(events: list[HistoryEvent]) -> set[str]:
     }
 
 
-#: v2 runs that never reached a leg, so never asked for the leg-retry patch.
-V2_WITHOUT_LEG = {f"{V2}/workflow_tool_cancel_parked"}
+#: Runs that never reached a leg, so never asked for the leg patches.
+WITHOUT_LEG = {"workflow_tool_cancel_parked"}
 
 
 @pytest.mark.parametrize("file", FILES)
 def test_each_generation_took_its_branch_of_the_patches(file: str) -> None:
-    """Generation 1 is the old branch of both patches; ``v2`` took the new one
-    (a task run at its first leg, a workflow tool's body at its first report)."""
+    """Generation 1 is the old branch of every patch; ``v2`` took the new one of the
+    first two (a task run at its first leg, a workflow tool's body at its first
+    report), ``v3`` of ``result-stored-once`` too (a task run at its first leg)."""
     patches = _patches(list(load_history(file).events))
-    if not file.startswith(f"{V2}/"):
+    generation = file.split("/")[0] if "/" in file else None
+    if generation is None:
         assert patches == set()
     elif file.endswith(".body"):
         assert patches == {PROGRESS_IN_MEMO_PATCH}
-    elif file in V2_WITHOUT_LEG:
+    elif _base(file) in WITHOUT_LEG:
         assert patches == set()
-    else:
+    elif generation == V2:
         assert patches == {RETRY_UNTIL_DEADLINE_PATCH}
+    else:
+        assert patches == {RETRY_UNTIL_DEADLINE_PATCH, RESULT_STORED_ONCE}
 
 
 def test_the_v2_body_reports_progress_without_signalling_its_task() -> None:
@@ -189,14 +205,22 @@ async def test_a_recorded_history_replays_on_the_current_workflow_code(
 
 
 def test_the_stored_history_holds_references_not_payloads() -> None:
-    """Its argument and result left the history: the replay above really read the blobs."""
+    """Its argument and result left the history: the replay above really read the blobs.
+
+    From ``v3`` on, the result is the leg's own blob: the workflow's result is
+    inline and names it (``stored_result``) instead of being a blob itself.
+    """
     assert PAYLOAD_STORES, "no history with stored payloads recorded"
     for file in PAYLOAD_STORES:
         events = list(load_history(file).events)
         (argument,) = events[0].workflow_execution_started_event_attributes.input.payloads
         (result,) = events[-1].workflow_execution_completed_event_attributes.result.payloads
-        for payload in (argument, result):
-            assert payload.external_payloads, payload
+        assert argument.external_payloads, argument
+        if file.startswith(f"{V2}/"):
+            assert result.external_payloads, result
+        else:
+            view = TaskView.model_validate_json(result.data)
+            assert view.result is None and view.stored_result is not None, view
 
 
 async def test_the_stored_history_does_not_replay_without_its_blobs(tmp_path: Path) -> None:

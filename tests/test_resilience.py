@@ -164,7 +164,7 @@ async def test_a_lost_worker_never_counts_against_a_local_leg(
 
     With ``max_attempts=1`` the leg survives two ``kill -9``: the attempts
     count only its own timeouts (the next worker takes the workflow task once
-    Temporal's workflow task timeout, 10 s, passes).
+    its workflow task timeout passes: ``LOCAL_LEGS_TASK_TIMEOUT``, 2 s).
     """
     runs = tmp_path / "runs"
     runs.mkdir()

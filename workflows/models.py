@@ -214,6 +214,26 @@ class LegRequest(BaseModel):
     request_state: str | None = None
     #: Set for a workflow tool's final leg: convert this into the tool's result.
     body_outcome: BodyOutcome | None = None
+    #: The workflow takes a big result as a ``StoredResult`` (``RESULT_STORED_ONCE``).
+    store_big_result: bool = False
+
+
+class StoredResult(BaseModel):
+    """A big result the leg put in the payload store itself, by reference.
+
+    The leg outcome and the task's final view both carry this small reference
+    instead of the result, so the result is written once (not once per payload
+    that contains it) and stays out of the workflow's memory.
+    ``fastmcp_temporal.activities.stored_result`` writes and reads it, through
+    the driver and codec of the worker's / front end's ``ExternalStorage``.
+    """
+
+    driver: str
+    claim: dict[str, str]
+    #: The stored payload's size (after the codec): what a read will load.
+    size_bytes: int
+    #: The result's ``isError``, so the workflow can describe it without reading it.
+    is_error: bool = False
 
 
 class LegOutcome(BaseModel):
@@ -231,6 +251,8 @@ class LegOutcome(BaseModel):
     input_requests: dict[str, dict[str, Any]] | None = None
     request_state: str | None = None
     error: dict[str, Any] | None = None
+    #: ``kind == "result"`` with a big result: the result is in the store, not in ``result``.
+    stored_result: StoredResult | None = None
 
 
 class InputDelivery(BaseModel):
@@ -256,3 +278,5 @@ class TaskView(BaseModel):
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     input_requests: dict[str, dict[str, Any]] | None = None
+    #: A completed task's big result, by reference (``result`` is then ``None``).
+    stored_result: StoredResult | None = None

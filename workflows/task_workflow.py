@@ -46,6 +46,7 @@ from fastmcp_temporal.workflows.models import (
     LegOutcome,
     LegRequest,
     ResumePoint,
+    StoredResult,
     TaskStart,
     TaskStatus,
     TaskView,
@@ -64,8 +65,14 @@ INVALID_PARAMS = -32602
 _DETAILS_LIMIT = 500
 #: A finished task whose view (result included) is at most this big is also
 #: written to the memo, so ``tasks/get`` reads it with one ``describe``; a
-#: bigger one is read from the workflow's result rather than stored twice.
+#: bigger one is read from the workflow's result rather than stored twice. (A
+#: result past the payload store's threshold is a ``StoredResult`` reference
+#: since ``RESULT_STORED_ONCE``: its view fits.)
 FINAL_MEMO_LIMIT = 16 * 1024
+#: Legs scheduled after this patch may return a big result as a ``StoredResult``
+#: (written once, by the leg); a leg scheduled before it returns the result
+#: inline, and the workflow's result then holds a second stored copy.
+RESULT_STORED_ONCE = "fastmcp-temporal/result-stored-once"
 
 
 class _TaskMachine(WorkflowBodyRunner):
@@ -77,6 +84,7 @@ class _TaskMachine(WorkflowBodyRunner):
         self._status_message: str | None = None
         self._last_updated_at = start.resume.last_updated_at if start.resume else start.created_at
         self._result: dict[str, Any] | None = None
+        self._stored_result: StoredResult | None = None
         self._error: dict[str, Any] | None = None
         # Outstanding input: minted key -> (tool's own key, the request).
         self._outstanding: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -114,9 +122,7 @@ class _TaskMachine(WorkflowBodyRunner):
                 )
             outcome = await self._run_leg(start, round_number, responses, request_state)
             if outcome.kind == "result":
-                self._result = outcome.result
-                self._transition("completed")
-                return self.view()
+                return self._complete(outcome)
             if outcome.kind == "error":
                 self._fail(outcome.error or {"code": INTERNAL_ERROR, "message": "Task failed"})
             request_state = outcome.request_state
@@ -139,7 +145,11 @@ class _TaskMachine(WorkflowBodyRunner):
         outcome = await self._run_leg(start, 1, None, None, body_outcome=body_outcome)
         if outcome.kind != "result":
             self._fail(outcome.error or {"code": INTERNAL_ERROR, "message": "Task failed"})
+        return self._complete(outcome)
+
+    def _complete(self, outcome: LegOutcome) -> TaskView:
         self._result = outcome.result
+        self._stored_result = outcome.stored_result
         self._transition("completed")
         return self.view()
 
@@ -163,6 +173,9 @@ class _TaskMachine(WorkflowBodyRunner):
             input_responses=responses,
             request_state=request_state,
             body_outcome=body_outcome,
+            # A marker before this leg's command in new histories; replaying a
+            # history without one schedules the leg exactly as it was.
+            store_big_result=workflow.patched(RESULT_STORED_ONCE),
         )
         # Only the threshold of this check changed (1.9 MB before big payloads went
         # to external storage; tasks started before get TaskStart's default): a
@@ -283,6 +296,7 @@ class _TaskMachine(WorkflowBodyRunner):
             poll_interval_ms=start.poll_interval_ms,
             status_message=self._status_message,
             result=self._result,
+            stored_result=self._stored_result,
             error=self._error,
             input_requests=(
                 {key: request for key, (_, request) in self._outstanding.items()}
@@ -320,7 +334,9 @@ class _TaskMachine(WorkflowBodyRunner):
         elif self._status == "failed":
             text = f"Failed: {self._status_message or 'task failed'}"
         elif self._status == "completed":
-            is_error = bool((self._result or {}).get("isError"))
+            is_error = bool((self._result or {}).get("isError")) or bool(
+                self._stored_result and self._stored_result.is_error
+            )
             text = "Completed with a tool error (isError)" if is_error else "Completed"
         else:
             text = self._status.capitalize()

@@ -1,0 +1,124 @@
+"""Temporal too slow to answer: a retryable ``-32001``, never "Internal server error".
+
+A real dev server is made "too slow" the honest way: the extension's
+``query_timeout`` (the bound on each Temporal call of a ``tasks/*`` request) is
+one microsecond, so every such call runs out of time inside Temporal's client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+
+import pytest
+from fastmcp import Client, FastMCP
+from fastmcp.utilities.tests import run_server_async
+from mcp.shared.exceptions import MCPError
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.client import call_tool_task
+from fastmcp_temporal.server.temporal_busy import temporal_busy_as_error
+from tests.wire import RawMcp
+
+TOO_SHORT = timedelta(microseconds=1)
+
+
+def build(extension: TemporalTasks) -> FastMCP:
+    mcp = FastMCP("busy")
+    mcp.add_extension(extension)
+
+    @mcp.tool(task=True)
+    async def wait_a_while() -> str:
+        await asyncio.sleep(60)
+        return "done"
+
+    return mcp
+
+
+@pytest.fixture
+async def url(temporal_tasks: Callable[..., TemporalTasks]) -> AsyncIterator[str]:
+    async with run_server_async(build(temporal_tasks(query_timeout=TOO_SHORT))) as server_url:
+        yield server_url
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "outcome"),
+    [
+        ("tasks/get", {}, "nothing changed; ask again"),
+        (
+            "tasks/update",
+            {"inputResponses": {"k": {"action": "accept", "content": {}}}},
+            "the answers may or may not have been delivered; sending them again is safe",
+        ),
+        (
+            "tasks/cancel",
+            {},
+            "the cancellation may or may not have been recorded; cancelling again is safe",
+        ),
+    ],
+)
+async def test_a_tasks_request_temporal_cannot_answer_in_time_is_a_retryable_error(
+    url: str, temporal_client: TemporalClient, method: str, params: dict, outcome: str
+) -> None:
+    raw = RawMcp(url)
+    created = await raw.result("tools/call", {"name": "wait_a_while", "arguments": {}})
+    status, body = await raw.call(method, {"taskId": created["taskId"], **params})
+    assert status == 200
+    error = body["error"]
+    assert error["code"] == -32001, error
+    assert error["message"].startswith("Temporal did not answer in time (")
+    assert error["message"].endswith(f"): {outcome}")
+    assert error["data"] == {"retryable": True}
+    assert "Traceback" not in error["message"]
+    # The task is as it was: still running, not cancelled.
+    handle = temporal_client.get_workflow_handle(f"mcp-anon-{created['taskId']}")
+    description = await handle.describe()
+    assert description.status == WorkflowExecutionStatus.RUNNING
+    history = await handle.fetch_history()
+    assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in {
+        event.event_type for event in history.events
+    }
+    assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED not in {
+        event.event_type for event in history.events
+    }
+    await handle.terminate("test over")
+
+
+async def test_the_client_helper_asks_again_until_its_own_deadline(
+    temporal_tasks: Callable[..., TemporalTasks], caplog: pytest.LogCaptureFixture
+) -> None:
+    mcp = build(temporal_tasks(query_timeout=TOO_SHORT))
+    with caplog.at_level(logging.WARNING, logger="fastmcp_temporal.server.temporal_busy"):
+        async with Client(mcp) as client:
+            task = await call_tool_task(client, "wait_a_while", {})
+            with pytest.raises(TimeoutError):
+                await task.wait(timeout=1.5)
+    refused = [r for r in caplog.records if "did not answer tasks/get in time" in r.getMessage()]
+    # It asked again instead of giving up at the first refusal.
+    assert len(refused) >= 2
+
+
+def test_a_call_that_may_have_started_a_task_is_not_retryable() -> None:
+    """``tools/call``: Temporal away mid-start may have started a task the client cannot name."""
+    away = RPCError("connection refused", RPCStatusCode.UNAVAILABLE, b"")
+    with pytest.raises(MCPError) as raised, temporal_busy_as_error("tools/call"):
+        raise away
+    assert raised.value.error.code == -32001
+    assert raised.value.error.message == (
+        "Temporal did not answer in time (connection refused): the task may or may not have "
+        "been started; calling again may start a second one"
+    )
+    assert raised.value.error.data == {"retryable": False}
+
+
+def test_a_refusal_that_is_not_about_time_stays_what_it_is() -> None:
+    refused = RPCError("bad query", RPCStatusCode.INVALID_ARGUMENT, b"")
+    with pytest.raises(RPCError) as raised, temporal_busy_as_error("tasks/get"):
+        raise refused
+    assert raised.value is refused
