@@ -1,4 +1,4 @@
-"""Progress of a running leg, carried by activity heartbeats.
+"""Progress of a running leg, carried by activity heartbeats (a local leg: signals).
 
 A leg heartbeats all the time (that is how a dead worker is detected and how
 cancellation reaches a running body); the heartbeat details carry the latest
@@ -7,6 +7,12 @@ progress. ``tasks/get`` reads them from the pending activity through
 They also carry when the message last changed: the message is the working
 task's ``statusMessage``, so that moment is its ``lastUpdatedAt`` (the
 heartbeat's own time moves every second, changed or not).
+
+A *local* leg runs inside its workflow task and has no heartbeat. It sends its
+progress to its own workflow as signals instead (``ProgressSignals``), which the
+workflow puts in its memo -- ``tasks/get`` reads it with the same ``describe``.
+They are coalesced (the latest report, at most one per ``min_interval_s``), so a
+tool reporting in a tight loop adds about one history event per second.
 
 FastMCP's ``Progress`` dependency only knows Docket's execution and an
 in-memory fallback. ``install_progress_bridge`` makes it use the running leg's
@@ -17,6 +23,8 @@ extension's lifespan, and inert outside a leg.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +32,73 @@ from temporalio import activity
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.task_context import current_leg_progress
+from fastmcp_temporal.workflows.models import LOCAL_LEG_PROGRESS_SIGNAL, LocalLegProgress
+
+logger = logging.getLogger(__name__)
+
+
+class ProgressSignals:
+    """A local leg's progress, sent to its own workflow as coalesced signals.
+
+    The first report goes at once; later ones wait ``min_interval_s`` after the
+    previous signal and only the newest is sent. ``close`` drops what is not
+    sent yet, waits for the signal in flight and returns the highest ``seq``
+    Temporal acknowledged: every signal up to it is in the workflow's history,
+    so the workflow can wait for all of them before it ends the task.
+    """
+
+    def __init__(self, *, leg: str, min_interval_s: float = 1.0) -> None:
+        info = activity.info()
+        self._handle = activity.client().get_workflow_handle(
+            info.workflow_id, run_id=info.workflow_run_id
+        )
+        self.leg = leg
+        self._min_interval_s = min_interval_s
+        self._pending: dict[str, Any] | None = None
+        self._sender: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
+        self._seq = 0
+        self.acknowledged = 0
+
+    def send(self, details: dict[str, Any]) -> None:
+        if self._closing.is_set():
+            return
+        self._pending = details
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send_pending())
+
+    async def _send_pending(self) -> None:
+        while self._pending is not None and not self._closing.is_set():
+            details, self._pending = self._pending, None
+            self._seq += 1
+            report = LocalLegProgress(
+                leg=self.leg,
+                seq=self._seq,
+                message=details.get("message"),
+                progress=details.get("progress"),
+                total=details.get("total"),
+            )
+            try:
+                await self._handle.signal(LOCAL_LEG_PROGRESS_SIGNAL, report)
+                self.acknowledged = report.seq
+            except Exception as err:  # progress is best effort; the leg goes on
+                logger.warning("A local leg's progress signal failed: %s", err)
+            with contextlib.suppress(TimeoutError):  # the throttle, cut short by close()
+                await asyncio.wait_for(self._closing.wait(), self._min_interval_s)
+
+    async def close(self) -> int:
+        self._closing.set()
+        self._pending = None
+        if self._sender is not None:
+            await asyncio.shield(self._sender)
+        return self.acknowledged
+
+    def abandon(self) -> None:
+        """The leg did not return (cancelled, timed out): stop sending, count nothing."""
+        self._closing.set()
+        self._pending = None
+        if self._sender is not None:
+            self._sender.cancel()
 
 
 class LegProgress:
@@ -31,11 +106,13 @@ class LegProgress:
 
     A *local* leg (``heartbeats=False``) sends none: it runs inside its workflow
     task, Temporal has no heartbeat for it, and the SDK core refuses each one
-    with a warning (``UnknownActivity``). Its progress stays in this object.
+    with a warning (``UnknownActivity``). Its changes go to ``signals`` when
+    its workflow takes them, else they stay in this object.
     """
 
-    def __init__(self, *, heartbeats: bool = True) -> None:
+    def __init__(self, *, heartbeats: bool = True, signals: ProgressSignals | None = None) -> None:
         self._heartbeats = heartbeats
+        self.signals = signals
         self._current: float | None = None
         self._total: float | None = None
         self._message: str | None = None
@@ -95,6 +172,8 @@ class LegProgress:
     def _beat(self) -> None:
         if self._heartbeats:
             activity.heartbeat(self.details())
+        elif self.signals is not None:
+            self.signals.send(self.details())
 
     async def heartbeat_forever(self, interval_s: float) -> None:
         """Keep the leg alive (and cancellable) while the body runs.

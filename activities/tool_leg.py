@@ -45,7 +45,7 @@ from temporalio.exceptions import ApplicationError
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.input_capabilities import missing_capability_error, undeclared
-from fastmcp_temporal.activities.progress import LegProgress
+from fastmcp_temporal.activities.progress import LegProgress, ProgressSignals
 from fastmcp_temporal.activities.steps import StepCheckpoint
 from fastmcp_temporal.activities.stored_result import stored_if_big
 from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
@@ -85,10 +85,21 @@ class ToolLegActivity:
     @activity.defn(dynamic=True)
     async def run_leg(self, args: Sequence[RawValue]) -> LegOutcome:
         request = activity.payload_converter().from_payload(args[0].payload, LegRequest)
-        progress = LegProgress(heartbeats=not activity.info().is_local)
+        info = activity.info()
+        signals = (
+            ProgressSignals(leg=f"{request.round}.{info.attempt}")
+            if info.is_local and request.progress_signals
+            else None
+        )
+        progress = LegProgress(heartbeats=not info.is_local, signals=signals)
         heartbeats = asyncio.create_task(progress.heartbeat_forever(self._heartbeat_interval_s))
         try:
-            return await self._run(request, progress)
+            outcome = await self._run(request, progress)
+            if signals is not None and (acknowledged := await signals.close()):
+                outcome = outcome.model_copy(
+                    update={"progress_leg": signals.leg, "progress_signals": acknowledged}
+                )
+            return outcome
         except asyncio.CancelledError:
             details = activity.cancellation_details()
             if details is not None and details.worker_shutdown:
@@ -103,6 +114,8 @@ class ToolLegActivity:
             raise
         finally:
             heartbeats.cancel()
+            if signals is not None:
+                signals.abandon()
 
     async def _run(self, request: LegRequest, progress: LegProgress) -> LegOutcome:
         component, owner, local_name = await self._resolve(request)

@@ -166,4 +166,5 @@ async def create_task(
         poll_interval_ms=int(tool.task_config.poll_interval.total_seconds() * 1000),
         caller=caller,
         body=body,
+        tool_timeout_s=component.timeout,
     )

@@ -149,8 +149,12 @@ class TaskEngine:
         input_responses: dict[str, Any] | None = None,
         request_state: str | None = None,
         body: WorkflowBody | None = None,
+        tool_timeout_s: float | None = None,
     ) -> CreateTaskResult:
         """Start the task's workflow; returns once ``tasks/get`` would resolve.
+
+        ``tool_timeout_s`` (the FastMCP tool's ``timeout``) marks a short tool,
+        whose legs run as local activities unless its ``ToolOptions`` say otherwise.
 
         ``start_workflow`` answers after the server persisted the start, so the
         durable-creation MUST holds without polling.
@@ -167,7 +171,9 @@ class TaskEngine:
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_interval_ms,
             caller=caller,
-            leg_policy=self.starter.leg_policy(tool_name, self.leg_policy),
+            leg_policy=self.starter.leg_policy(
+                tool_name, self.leg_policy, tool_timeout_s=tool_timeout_s
+            ),
             max_rounds=self.max_rounds,
             rounds_per_run=self.rounds_per_run,
             input_responses=input_responses,

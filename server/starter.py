@@ -53,14 +53,20 @@ class ToolOptions:
         task_queue: Where this tool's legs run (workers started with
             ``--task-queue``); the workflow stays on the extension's queue.
         local_legs: Run this tool's legs as local activities, in the worker that
-            runs the workflow: faster for short legs, but a local leg reports no
-            progress and is retried only at its timeout
-            (``LegPolicy.local_timeout_s``). A ``tasks/cancel`` reaches a running
-            local leg when the SDK next completes the workflow task it runs in,
-            at 80 % of ``workflow_task_timeout``.
+            runs the workflow: about twice the tasks per second for short legs.
+            A local leg's progress is a signal to its workflow (coalesced, at
+            most one a second), seen by ``tasks/get`` when the SDK next completes
+            the workflow task the leg runs in -- at 80 % of
+            ``workflow_task_timeout`` -- and so is a ``tasks/cancel``; it is
+            retried only at its timeout (``LegPolicy.local_timeout_s``).
+            ``None`` (the default): local for a *short* tool -- one whose FastMCP
+            ``timeout`` is set and below ``LegPolicy.local_timeout_s`` (30 s),
+            so it cannot hold a workflow task longer than that -- unless its
+            legs go to their own ``task_queue`` (a local leg runs where the
+            workflow runs). ``True``/``False`` decide for the tool.
         workflow_task_timeout: The Temporal workflow task timeout of this tool's
-            tasks. ``None``: ``LOCAL_LEGS_TASK_TIMEOUT`` (2 s) with
-            ``local_legs``, so a running local leg sees a cancel within ~1.6 s
+            tasks. ``None``: ``LOCAL_LEGS_TASK_TIMEOUT`` (2 s) when its legs
+            are local, so a running local leg sees a cancel within ~1.6 s
             (Temporal's 10 s default: ~8 s), at the price of three history
             events (a workflow task) per ~1.6 s of a running local leg (a leg
             shorter than that adds none); a lost worker's local leg also runs
@@ -73,7 +79,7 @@ class ToolOptions:
 
     ttl_ms: int | None = None
     task_queue: str | None = None
-    local_legs: bool = False
+    local_legs: bool | None = None
     workflow_task_timeout: timedelta | None = None
 
     def __post_init__(self) -> None:
@@ -98,23 +104,29 @@ class WorkflowStarter:
         options = self.tools.get(tool_name)
         return options.ttl_ms if options and options.ttl_ms else default
 
-    def leg_policy(self, tool_name: str, default: LegPolicy) -> LegPolicy:
-        options = self.tools.get(tool_name)
-        if options is None:
-            return default
-        update: dict[str, Any] = {"local": options.local_legs}
+    def leg_policy(
+        self, tool_name: str, default: LegPolicy, *, tool_timeout_s: float | None = None
+    ) -> LegPolicy:
+        """The tool's legs: its queue, and whether they run locally (see ``ToolOptions``).
+
+        ``tool_timeout_s`` is the FastMCP tool's own ``timeout``.
+        """
+        options = self.tools.get(tool_name) or ToolOptions()
+        update: dict[str, Any] = {}
         if options.task_queue is not None:
             update["task_queue"] = options.task_queue
-        return default.model_copy(update=update)
+        if options.local_legs is not None:
+            update["local"] = options.local_legs
+        elif options.task_queue is None and tool_timeout_s is not None:
+            update["local"] = tool_timeout_s < default.local_timeout_s
+        return default.model_copy(update=update) if update else default
 
-    def task_timeout(self, tool_name: str) -> timedelta | None:
+    def task_timeout(self, tool_name: str, *, local_legs: bool) -> timedelta | None:
         """The workflow task timeout its tasks start with (``None``: Temporal's default)."""
         options = self.tools.get(tool_name)
-        if options is None:
-            return None
-        if options.workflow_task_timeout is not None:
+        if options is not None and options.workflow_task_timeout is not None:
             return options.workflow_task_timeout
-        return LOCAL_LEGS_TASK_TIMEOUT if options.local_legs else None
+        return LOCAL_LEGS_TASK_TIMEOUT if local_legs else None
 
     async def start(self, start: TaskStart, *, id: str, **options: Any) -> None:
         """Start ``McpTask:<tool>``; without the search attributes if the namespace lacks them."""
@@ -134,7 +146,7 @@ class WorkflowStarter:
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         )
-        task_timeout = self.task_timeout(start.tool_name)
+        task_timeout = self.task_timeout(start.tool_name, local_legs=start.leg_policy.local)
         if task_timeout is not None:
             options["task_timeout"] = task_timeout
         workflow_type = visibility.workflow_type(start.tool_name)

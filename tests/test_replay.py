@@ -28,6 +28,7 @@ from fastmcp_temporal.activities.tool_leg import HANDED_BACK_ERROR_TYPE
 from fastmcp_temporal.server.codec import ENCODING, KEY_ENV
 from fastmcp_temporal.server.payload_store import DiskStorageDriver
 from fastmcp_temporal.workflows.leg_retry import RETRY_UNTIL_DEADLINE_PATCH
+from fastmcp_temporal.workflows.local_legs import LOCAL_LEG_PROGRESS
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES, TaskView
 from fastmcp_temporal.workflows.task_workflow import RESULT_STORED_ONCE
 from fastmcp_temporal.workflows.tool_helpers import PROGRESS_IN_MEMO_PATCH
@@ -41,6 +42,7 @@ from tests.histories.catalog import (
 from tests.histories.paths import TEST_ENCRYPTION_KEY
 from tests.histories.paths_v2 import STORED_PAYLOADS_THRESHOLD, V2
 from tests.histories.paths_v3 import V3
+from tests.histories.paths_v4 import V4
 from tests.histories.replay import HISTORIES, load_history, task_replayer
 
 
@@ -77,6 +79,7 @@ ENDINGS = {
     # The patched leg fails the task at its TTL; Temporal no longer times it out.
     f"{V2}/ttl_running": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
     f"{V2}/leg_key_missing_until_ttl": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    f"{V4}/local_leg_failed_after_progress": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
 }
 #: Event kinds a path's history must contain to be that path.
 SIGNS = {
@@ -97,11 +100,14 @@ SIGNS = {
     f"{V2}/leg_key_missing_until_ttl": EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
     # The body's progress went to its memo.
     f"{V2}/workflow_tool.body": EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
+    # The local leg's progress signals; after a failed one, the timer before the end.
+    f"{V4}/local_leg_progress": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+    f"{V4}/local_leg_failed_after_progress": EventType.EVENT_TYPE_TIMER_FIRED,
 }
 
 
 def _base(file: str) -> str:
-    return file.removeprefix(f"{V2}/").removeprefix(f"{V3}/")
+    return file.removeprefix(f"{V2}/").removeprefix(f"{V3}/").removeprefix(f"{V4}/")
 
 
 def _declared(table: dict[str, EventType.ValueType], file: str) -> EventType.ValueType | None:
@@ -144,7 +150,8 @@ WITHOUT_LEG = {"workflow_tool_cancel_parked"}
 def test_each_generation_took_its_branch_of_the_patches(file: str) -> None:
     """Generation 1 is the old branch of every patch; ``v2`` took the new one of the
     first two (a task run at its first leg, a workflow tool's body at its first
-    report), ``v3`` of ``result-stored-once`` too (a task run at its first leg)."""
+    report), ``v3`` of ``result-stored-once`` too (a task run at its first leg),
+    ``v4`` (local legs only) of ``local-leg-progress`` too."""
     patches = _patches(list(load_history(file).events))
     generation = file.split("/")[0] if "/" in file else None
     if generation is None:
@@ -155,6 +162,8 @@ def test_each_generation_took_its_branch_of_the_patches(file: str) -> None:
         assert patches == set()
     elif generation == V2:
         assert patches == {RETRY_UNTIL_DEADLINE_PATCH}
+    elif generation == V4:
+        assert patches == {RETRY_UNTIL_DEADLINE_PATCH, RESULT_STORED_ONCE, LOCAL_LEG_PROGRESS}
     else:
         assert patches == {RETRY_UNTIL_DEADLINE_PATCH, RESULT_STORED_ONCE}
 

@@ -61,6 +61,10 @@ CALLER_MEMO = "mcp_caller"
 #: task workflow's history (once a signal per report, which capped a tool at
 #: ~10k reports).
 BODY_PROGRESS_MEMO = "mcp_progress"
+#: A *local* leg's progress (a ``LocalLegProgress``): a local leg runs inside a
+#: workflow task and has no heartbeat, so it signals its own workflow, which
+#: puts the message in its memo (``LOCAL_LEG_PROGRESS`` in ``task_workflow``).
+LOCAL_LEG_PROGRESS_SIGNAL = "mcp_leg_progress"
 
 
 class Caller(BaseModel):
@@ -93,6 +97,21 @@ class BodyProgress(BaseModel):
     """A workflow tool reports progress (child → task signal)."""
 
     message: str
+    progress: float | None = None
+    total: float | None = None
+
+
+class LocalLegProgress(BaseModel):
+    """A local leg's latest progress (leg → its own workflow, one signal).
+
+    ``leg`` names the attempt (``<round>.<attempt>``) and ``seq`` numbers its
+    signals from 1, so the workflow can wait for every signal an attempt says
+    it sent before it ends the task (see ``LegOutcome.progress_signals``).
+    """
+
+    leg: str
+    seq: int
+    message: str | None = None
     progress: float | None = None
     total: float | None = None
 
@@ -152,9 +171,10 @@ class LegPolicy(BaseModel):
     #: The longest wait between two attempts of a leg.
     max_retry_interval_s: float = 30.0
     task_queue: str | None = None
-    #: Run legs as local activities (``ToolOptions(local_legs=True)``): no
+    #: Run legs as local activities (``ToolOptions(local_legs=...)``): no
     #: activity task round trip, for short legs only -- a local leg cannot
-    #: heartbeat (no progress, no crash detection before its timeout).
+    #: heartbeat (its progress is a signal to its workflow; a lost worker is
+    #: noticed at the workflow task timeout).
     local: bool = False
     local_timeout_s: float = 30.0
 
@@ -216,6 +236,8 @@ class LegRequest(BaseModel):
     body_outcome: BodyOutcome | None = None
     #: The workflow takes a big result as a ``StoredResult`` (``RESULT_STORED_ONCE``).
     store_big_result: bool = False
+    #: A local leg reports progress by signalling its workflow (``LOCAL_LEG_PROGRESS``).
+    progress_signals: bool = False
 
 
 class StoredResult(BaseModel):
@@ -253,6 +275,11 @@ class LegOutcome(BaseModel):
     error: dict[str, Any] | None = None
     #: ``kind == "result"`` with a big result: the result is in the store, not in ``result``.
     stored_result: StoredResult | None = None
+    #: A local leg's progress signals Temporal acknowledged: the ``leg`` they
+    #: name and the highest ``seq``. The workflow receives them all before it
+    #: ends the task (none of them may arrive during its closing workflow task).
+    progress_leg: str | None = None
+    progress_signals: int = 0
 
 
 class InputDelivery(BaseModel):

@@ -26,7 +26,13 @@ from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    FailureError,
+    is_cancelled_exception,
+)
+from temporalio.exceptions import TimeoutError as LegTimeoutError
 
 from fastmcp_temporal.workflows.body_workflow import WorkflowBodyRunner
 from fastmcp_temporal.workflows.leg_retry import (
@@ -35,6 +41,7 @@ from fastmcp_temporal.workflows.leg_retry import (
     failure_reason,
     leg_retry,
 )
+from fastmcp_temporal.workflows.local_legs import LOCAL_LEG_PROGRESS, LocalLegRunner
 from fastmcp_temporal.workflows.models import (
     INPUT_SIGNAL,
     TASK_STATUS_ATTRIBUTE,
@@ -75,7 +82,7 @@ FINAL_MEMO_LIMIT = 16 * 1024
 RESULT_STORED_ONCE = "fastmcp-temporal/result-stored-once"
 
 
-class _TaskMachine(WorkflowBodyRunner):
+class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
     """The task's state machine; the two workflow definitions below only feed it."""
 
     def _setup(self, start: TaskStart) -> None:
@@ -89,6 +96,7 @@ class _TaskMachine(WorkflowBodyRunner):
         # Outstanding input: minted key -> (tool's own key, the request).
         self._outstanding: dict[str, tuple[str, dict[str, Any]]] = {}
         self._answers: dict[str, dict[str, Any]] = {}
+        self._setup_local_legs()
 
     async def _execute(self, start: TaskStart) -> TaskView:
         try:
@@ -176,6 +184,7 @@ class _TaskMachine(WorkflowBodyRunner):
             # A marker before this leg's command in new histories; replaying a
             # history without one schedules the leg exactly as it was.
             store_big_result=workflow.patched(RESULT_STORED_ONCE),
+            progress_signals=policy.local and workflow.patched(LOCAL_LEG_PROGRESS),
         )
         # Only the threshold of this check changed (1.9 MB before big payloads went
         # to external storage; tasks started before get TaskStart's default): a
@@ -195,19 +204,20 @@ class _TaskMachine(WorkflowBodyRunner):
             )
         workflow.set_current_details(
             f"Running **{start.tool_name}**, leg {round_number}. Its latest progress message "
-            "is in the pending activity's heartbeat details."
+            + (
+                "is the task's status message (memo `mcp`)."
+                if policy.local
+                else "is in the pending activity's heartbeat details."
+            )
         )
         retry, until_deadline = leg_retry(start)
         try:
             if policy.local:
-                return await workflow.execute_local_activity(
-                    start.tool_name,
+                return await self._run_local_leg(
                     request,
-                    result_type=LegOutcome,
-                    start_to_close_timeout=timedelta(seconds=policy.local_timeout_s),
-                    schedule_to_close_timeout=until_deadline,
-                    retry_policy=retry,
-                    summary=f"{start.tool_name} · leg {round_number} (local)",
+                    timeout=timedelta(seconds=policy.local_timeout_s),
+                    until_deadline=until_deadline,
+                    retry=retry,
                 )
             return await workflow.execute_activity(
                 start.tool_name,
@@ -221,12 +231,17 @@ class _TaskMachine(WorkflowBodyRunner):
                 cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 summary=f"{start.tool_name} · leg {round_number}",
             )
-        except ActivityError as err:
-            if is_cancelled_exception(err):
+        except (ActivityError, LegTimeoutError) as err:
+            # A local leg that timed out on its last attempt is an ActivityError
+            # when it happens, but a bare TimeoutError when the SDK replays its
+            # marker: both must take the same path.
+            if isinstance(err, ActivityError) and is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err
-            if deadline_passed(err):
+            await self._after_failed_local_leg(request)
+            if isinstance(err, ActivityError) and deadline_passed(err):
                 self._fail({"code": TASK_EXPIRED, "message": expired_message(err, start.ttl_ms)})
-            reason = failure_reason(err.cause if err.cause is not None else err)
+            cause: FailureError = err.cause if isinstance(err, ActivityError) and err.cause else err
+            reason = failure_reason(cause)
             self._fail({"code": INTERNAL_ERROR, "message": f"Tool leg failed: {reason}"})
 
     def _history_is_long(self, rounds_this_run: int) -> bool:
@@ -294,7 +309,7 @@ class _TaskMachine(WorkflowBodyRunner):
             last_updated_at=self._last_updated_at,
             ttl_ms=start.ttl_ms,
             poll_interval_ms=start.poll_interval_ms,
-            status_message=self._status_message,
+            status_message=self._status_message or self._local_leg_message(),
             result=self._result,
             stored_result=self._stored_result,
             error=self._error,
