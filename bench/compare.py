@@ -8,13 +8,15 @@ then polling it every ``--poll-ms`` until it is terminal (or as a row says).
 
 - **fastmcp-temporal**: the embedded default (``TemporalTasks()``: local dev
   server on a SQLite file in WAL mode, in-process worker), FastMCP ``Client``
-  with the ``fastmcp_tasks`` client half, in-memory transport.
+  with the ``fastmcp_tasks`` client half, in-memory transport; the same tool
+  declared short (FastMCP ``timeout=10``), whose legs are local by default.
 - **fastmcp-temporal with spec clients** over streamable HTTP (uvicorn in this
   process, raw JSON-RPC over one ``httpx`` pool; the tool keeps FastMCP's
   default interval, so ``pollIntervalMs`` adapts): a client that sleeps each
   answer's ``pollIntervalMs`` before the next ``tasks/get``, and a listening
   client (``subscriptions/listen`` right after ``tools/call``, done at the
-  ``notifications/tasks`` frame that shows the task finished, result included).
+  ``notifications/tasks`` frame that shows the task finished, result included),
+  also for the short tool.
   A synchronous ``tools/call`` over the same HTTP path is their floor.
 - **raw engine** on the *same* dev server: plain ``temporalio`` client and
   worker, one workflow with one activity; also with a local activity, and with
@@ -63,7 +65,6 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.devserver import free_port
-from fastmcp_temporal.server.starter import ToolOptions
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -150,8 +151,9 @@ def echo_server(extension: Any, name: str = "bench", adaptive: bool = False) -> 
     async def echo(text: str) -> str:
         return text
 
-    @mcp.tool(task=TaskConfig(mode="required", **fixed))
-    async def echo_local(text: str) -> str:
+    # A short tool (a FastMCP ``timeout`` below 30 s): its legs are local by default.
+    @mcp.tool(task=TaskConfig(mode="required", **fixed), timeout=10)
+    async def echo_short(text: str) -> str:
         return text
 
     @mcp.tool
@@ -382,9 +384,11 @@ async def spec_client_systems(
     )
     wire = McpHttp(url, http)
     create, get, delay, listen = http_task_calls(wire, "echo")
+    create_short, get_short, _, listen_short = http_task_calls(wire, "echo_short")
     return [
         System(OURS_POLL_INTERVAL, create, get, dev_pid, delay=delay),
         System(OURS_LISTEN, create, get, dev_pid, finish=listen),
+        System(OURS_LISTEN_SHORT, create_short, get_short, dev_pid, finish=listen_short),
         System(HTTP_SYNC_FLOOR, *http_sync_call(wire), lambda: None),
     ]
 
@@ -394,17 +398,15 @@ async def main(
 ) -> None:
     poll_s = poll_ms / 1000
     async with AsyncExitStack() as stack:
-        # 1. fastmcp-temporal, embedded default (and its opt-in local legs).
+        # 1. fastmcp-temporal, embedded default (a tool, and a short tool: local legs).
         data_dir = tempfile.mkdtemp(prefix="bench-temporal-")
-        extension = TemporalTasks(
-            data_dir=data_dir, ui=False, tools={"echo_local": ToolOptions(local_legs=True)}
-        )
+        extension = TemporalTasks(data_dir=data_dir, ui=False)
         ours = await stack.enter_async_context(Client(echo_server(extension)))
         assert extension.dev_server is not None
         dev_pid = extension.dev_server.temporal_pid
         systems = [
             System(OURS, *mcp_task_calls(ours, "echo"), lambda: dev_pid),
-            System(OURS_LOCAL, *mcp_task_calls(ours, "echo_local"), lambda: dev_pid),
+            System(OURS_LOCAL, *mcp_task_calls(ours, "echo_short"), lambda: dev_pid),
             System(SYNC_FLOOR, *mcp_sync_call(ours), lambda: None),
         ]
         systems += await spec_client_systems(stack, data_dir, lambda: dev_pid)
@@ -457,13 +459,14 @@ RAW_START = "raw engine: workflow + activity"
 PEER_MEMORY = "fastmcp-tasks, Docket memory://"
 PEER_REDIS = "fastmcp-tasks, Redis (AOF on)"
 OURS = "fastmcp-temporal (embedded dev server)"
-OURS_LOCAL = "fastmcp-temporal, local legs (`ToolOptions(local_legs=True)`)"
+OURS_LOCAL = "fastmcp-temporal, a short tool (`timeout=10`: local legs by default)"
 OURS_POLL_INTERVAL = "fastmcp-temporal, HTTP client honouring `pollIntervalMs` (adaptive)"
 OURS_LISTEN = "fastmcp-temporal, HTTP listening client (`subscriptions/listen`)"
+OURS_LISTEN_SHORT = "fastmcp-temporal, HTTP listening client, a short tool (local legs)"
 SYNC_FLOOR = "FastMCP synchronous `tools/call`, no task (the MCP path alone)"
 HTTP_SYNC_FLOOR = "FastMCP synchronous `tools/call` over HTTP, no task (the HTTP path alone)"
 #: Our rows, each set against the best raw row and the best raw row polled like MCP clients poll.
-OURS_ROWS = (OURS, OURS_LOCAL, OURS_POLL_INTERVAL, OURS_LISTEN)
+OURS_ROWS = (OURS, OURS_LOCAL, OURS_POLL_INTERVAL, OURS_LISTEN, OURS_LISTEN_SHORT)
 
 
 def print_ratios(

@@ -18,7 +18,9 @@ dev server, in-process worker) and the peer fastmcp-tasks 4.1.4 on a real
     ``tools/call``, done at the first ``notifications/tasks`` saying
     ``completed`` (fastmcp-temporal only: the peer answers ``-32601``);
     row (c, before) follows its tasks with the watcher as it was before
-    (``watch_before.py``: a read on every wake), on the same server.
+    (``watch_before.py``: a read on every wake), on the same server; row (c,
+    a short tool) calls the same body declared with FastMCP's ``timeout=10``,
+    so its legs run as local activities (the default for short tools).
 
 Each listening task's time is then split along Temporal's own record (event
 times of its history): the tool returned → the leg's completion recorded →
@@ -81,6 +83,7 @@ POLLING = "client honouring pollIntervalMs"
 FASTMCP = "FastMCP client (fastmcp_tasks back-off)"
 LISTENING = "fastmcp-temporal, (c) listening client (subscriptions/listen)"
 LISTENING_BEFORE = "fastmcp-temporal, (c, before) listening client, a read on every wake"
+LISTENING_SHORT = "fastmcp-temporal, (c) listening client, a short tool (`timeout=10`: local legs)"
 LISTENING_APART = (
     "fastmcp-temporal, (c, worker apart) listening client; front end without a worker, "
     "the worker in its own process"
@@ -124,6 +127,13 @@ def crunch_server(extension: Any) -> FastMCP:
 
     @mcp.tool(task=True)
     async def crunch(token: str) -> str:
+        await asyncio.sleep(TOOL_SECONDS)
+        FINISHED[token] = time.time()
+        return token
+
+    # The same body, declared short (a FastMCP ``timeout`` below 30 s): local legs by default.
+    @mcp.tool(task=True, timeout=10)
+    async def crunch_short(token: str) -> str:
         await asyncio.sleep(TOOL_SECONDS)
         FINISHED[token] = time.time()
         return token
@@ -207,11 +217,11 @@ def fastmcp_client(client: Client) -> Client_:
     return run
 
 
-def listening_client(wire: Wire, old_way: set[str] | None = None) -> Client_:
+def listening_client(wire: Wire, old_way: set[str] | None = None, tool: str = "crunch") -> Client_:
     """Row (c); with ``old_way``, its tasks are followed by the watcher as it was before."""
 
     async def run(token: str) -> float:
-        task = await wire.result("tools/call", {"name": "crunch", "arguments": {"token": token}})
+        task = await wire.result("tools/call", {"name": tool, "arguments": {"token": token}})
         LISTENED[token] = task["taskId"]
         if old_way is not None:
             old_way.add(task["taskId"])
@@ -286,6 +296,7 @@ async def completion_latency(n: int, rounds: int) -> list[str]:
             LISTENING: listening_client(Wire(ours_url, http)),
             LISTENING_BEFORE: listening_client(Wire(ours_url, http), old_way),
             LISTENING_APART: listening_client(Wire(apart_url, http)),
+            LISTENING_SHORT: listening_client(Wire(ours_url, http), tool="crunch_short"),
             "fastmcp-tasks on Redis, (a) client honouring pollIntervalMs": polling_client(
                 Wire(peer_url, http)
             ),

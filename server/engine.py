@@ -275,6 +275,16 @@ class TaskEngine:
             )
             return
         view = await self.records.memo_view(task_id, description)
+        if view.status == "input_required" and description.has_pending_workflow_task:
+            # Keys answered by a signal the workflow has not applied yet are not
+            # outstanding any more: a repeated update (a client's retry) is not
+            # signalled again. Besides history, it spares a local leg that runs in
+            # that workflow task a signal racing its end (see workflows.local_legs).
+            try:
+                view = with_answers(view, await unapplied_answers(self.client, description))
+            except StaleDescription:
+                description = await self.records.describe(task_id, handle.id)
+                view = await self.records.memo_view(task_id, description)
         outstanding = (view.input_requests or {}) if view.status == "input_required" else {}
         accepted: dict[str, dict[str, Any]] = {}
         for key, value in responses.items():

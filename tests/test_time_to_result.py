@@ -15,8 +15,10 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.client import call_tool_task, update_task
+from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.server.poll_interval import FLOOR_MS, SILENCE_SHARE, adapt, interval_ms
 from fastmcp_temporal.server.wire import GetTaskResult, iso
+from fastmcp_temporal.workflows.models import INPUT_SIGNAL
 from tests.helpers import declares_elicitation
 from tests.test_lifecycle import answers
 
@@ -118,6 +120,19 @@ def _two_questions() -> mcp_types.InputRequiredResult:
     )
 
 
+async def input_signals(temporal: TemporalClient, extension: TemporalTasks, task_id: str) -> int:
+    """How many ``tasks/update`` signals the task's history holds."""
+    handle = temporal.get_workflow_handle(
+        workflow_id_for(task_id, None, extension.engine.scope_secret)
+    )
+    return sum(
+        [
+            event.workflow_execution_signaled_event_attributes.signal_name == INPUT_SIGNAL
+            async for event in handle.fetch_history_events()
+        ]
+    )
+
+
 async def test_reads_without_a_worker_show_an_acknowledged_update(
     temporal_tasks: Callable[..., TemporalTasks],
     temporal_client: TemporalClient,
@@ -129,7 +144,8 @@ async def test_reads_without_a_worker_show_an_acknowledged_update(
     that asked a worker (the old path) would fail here instead of degrading.
     """
     mcp = FastMCP("front-end")
-    mcp.add_extension(temporal_tasks(run_worker=False, query_timeout=timedelta(seconds=120)))
+    extension = temporal_tasks(run_worker=False, query_timeout=timedelta(seconds=120))
+    mcp.add_extension(extension)
 
     @mcp.tool(task=True)
     async def survey(ctx: Context) -> str:
@@ -157,8 +173,9 @@ async def test_reads_without_a_worker_show_an_acknowledged_update(
         answered = await asyncio.wait_for(task.status(), timeout=15)
         assert answered.status == "working"
         assert not answered.input_requests
-        # Answering an already answered key changes nothing.
+        # Answering an already answered key changes nothing, and is not signalled again.
         await update_task(client.session, task.task_id, {first: accept("coffee")})
         assert (await asyncio.wait_for(task.status(), timeout=15)).status == "working"
+        assert await input_signals(temporal_client, extension, task.task_id) == 2
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
             assert (await task.result()).data == "tea and cake"
