@@ -54,11 +54,13 @@ class ToolOptions:
             ``--task-queue``); the workflow stays on the extension's queue.
         local_legs: Run this tool's legs as local activities, in the worker that
             runs the workflow: about twice the tasks per second for short legs.
-            A local leg's progress is a signal to its workflow (coalesced, at
-            most one a second), seen by ``tasks/get`` when the SDK next completes
-            the workflow task the leg runs in -- at 80 % of
-            ``workflow_task_timeout`` -- and so is a ``tasks/cancel``; it is
-            retried only at its timeout (``LegPolicy.local_timeout_s``).
+            A ``tasks/cancel`` reaches a running local leg when the SDK next
+            completes the workflow task it runs in, at 80 % of
+            ``workflow_task_timeout``; its progress is a signal to its workflow
+            (coalesced, at most one a second), applied then and written to the
+            memo -- seen by ``tasks/get`` -- at the completion after (~3.2 s
+            behind with the 2 s default). It is retried only at its timeout
+            (``LegPolicy.local_timeout_s``).
             ``None`` (the default): local for a *short* tool -- one whose FastMCP
             ``timeout`` is set and below ``LegPolicy.local_timeout_s`` (30 s),
             so it cannot hold a workflow task longer than that -- unless its

@@ -36,7 +36,6 @@ def build(extension: TemporalTasks) -> FastMCP:
     mcp = FastMCP("listen", auth=verifier)
     mcp.add_extension(extension)
 
-    @mcp.tool(task=True)
     async def interview(ctx: Context) -> str:
         """Two rounds of questions, progress in between, then the answer."""
         answers = [
@@ -49,7 +48,10 @@ def build(extension: TemporalTasks) -> FastMCP:
             return f"{state.removeprefix('name=')} likes {answers[0]}"
         if answers:
             await ctx.report_progress(1, 2, "thinking it over")
-            await asyncio.sleep(2.5)  # progress reads are at least 1 s apart
+            # Progress reads are at least 1 s apart; a local leg's progress is
+            # applied at its workflow task's heartbeat (1.6 s) and committed at
+            # the next one (3.2 s).
+            await asyncio.sleep(4)
         question = "color" if answers else "name"
         return mcp_types.InputRequiredResult(  # type: ignore[return-value]
             input_requests={
@@ -61,6 +63,10 @@ def build(extension: TemporalTasks) -> FastMCP:
             },
             request_state=f"name={answers[0]}" if answers else "start",
         )
+
+    mcp.tool(task=True)(interview)
+    # Declared short: its legs are local activities, its progress a signal to its workflow.
+    mcp.tool(task=True, timeout=10, name="short_interview")(interview)
 
     @mcp.tool(task=True)
     async def nap() -> str:
@@ -88,9 +94,12 @@ async def answer(raw: RawMcp, task_id: str, frame: dict[str, Any], text: str) ->
     await raw.result("tasks/update", {"taskId": task_id, "inputResponses": update})
 
 
-async def test_the_stream_pushes_every_transition_of_the_callers_own_tasks(url: str) -> None:
+@pytest.mark.parametrize("tool", ["interview", "short_interview"])
+async def test_the_stream_pushes_every_transition_of_the_callers_own_tasks(
+    url: str, tool: str
+) -> None:
     alice, bob = RawMcp(url, bearer="alice"), RawMcp(url, bearer="bob")
-    mine = await start(alice, "interview")
+    mine = await start(alice, tool)
     theirs = await start(bob, "nap")
     listen = {"notifications": {"taskIds": [theirs, mine, "no-such-task-0123456789"]}}
     frames: list[dict[str, Any]] = []
@@ -122,7 +131,7 @@ async def test_the_stream_pushes_every_transition_of_the_callers_own_tasks(url: 
     assert [key.split(".")[-1] for key in asked] == ["name", "color"]
     # The first frame is the task when the stream opened (working, or already
     # asking); after that every transition: working again after the first
-    # answer (the leg takes 2.5 s), then the second question and the result.
+    # answer (the leg takes 4 s), then the second question and the result.
     assert changes[changes.index("input_required") :] in (
         ["input_required", "working", "input_required", "completed"],
         ["input_required", "working", "input_required", "working", "completed"],

@@ -3,9 +3,11 @@
 A local leg runs inside a workflow task and has no heartbeat, so since
 ``LOCAL_LEG_PROGRESS`` it signals its progress to its own workflow
 (``mcp_leg_progress``; ``activities.progress.ProgressSignals``), which puts the
-message in its memo as the task's ``statusMessage``. Temporal applies such a
-signal when the SDK next completes the leg's workflow task (at 80 % of the
-workflow task timeout) or after the leg.
+message in its memo as the task's ``statusMessage``. The workflow receives
+such a signal when the SDK next completes the leg's workflow task to keep it
+open (at 80 % of the workflow task timeout), and the SDK commits the memo
+write at the completion after that (or at the leg's end): ~3.2 s behind with
+the 2 s timeout local-leg tasks start with.
 
 The hazard this guards against: a signal that reaches Temporal while the
 workflow task that *ends* the task is running makes Temporal reject that
