@@ -66,43 +66,26 @@ async def test_a_tool_with_a_short_timeout_runs_its_legs_locally_unless_told_oth
     mcp = FastMCP("short-tools")
     mcp.add_extension(extension)
 
-    @mcp.tool(task=True, timeout=5)
-    async def short() -> str:
-        return "short"
+    async def done() -> str:
+        return "done"
 
-    @mcp.tool(task=True, timeout=30)
-    async def at_the_local_limit() -> str:
-        return "at_the_local_limit"
-
-    @mcp.tool(task=True)
-    async def no_timeout() -> str:
-        return "no_timeout"
-
-    @mcp.tool(task=True, timeout=5)
-    async def short_but_remote() -> str:
-        return "short_but_remote"
-
-    @mcp.tool(task=True)
-    async def long_but_local() -> str:
-        return "long_but_local"
-
+    # tool name -> (its FastMCP timeout, whether its legs run locally)
     expected = {
-        "short": True,
-        "at_the_local_limit": False,  # not below LegPolicy.local_timeout_s (30 s)
-        "no_timeout": False,
-        "short_but_remote": False,
-        "long_but_local": True,
+        "short": (5, True),
+        "at_the_local_limit": (30, False),  # not below LegPolicy.local_timeout_s (30 s)
+        "no_timeout": (None, False),
+        "short_but_remote": (5, False),
+        "long_but_local": (None, True),
     }
+    for name, (timeout, _) in expected.items():
+        mcp.tool(task=True, name=name, timeout=timeout)(done)
     async with Client(mcp) as client:
-        for tool, local in expected.items():
-            task = await call_tool_task(client, tool, {})
-            assert (await task.result()).data == tool
-            assert ran_locally(await history_of(extension, task)) is local, tool
+        for name, (_, local) in expected.items():
+            task = await call_tool_task(client, name, {})
+            assert (await task.result()).data == "done"
+            assert ran_locally(await history_of(extension, task)) is local, name
 
-    @mcp.tool(task=True, timeout=5)
-    async def short_on_its_queue() -> str:
-        return "short_on_its_queue"
-
+    mcp.tool(task=True, name="short_on_its_queue", timeout=5)(done)
     async with Client(mcp) as client:
         task = await call_tool_task(client, "short_on_its_queue", {})
         # Nobody serves "elsewhere": the leg waits there as an activity.
