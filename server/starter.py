@@ -119,7 +119,7 @@ class WorkflowStarter:
             update["task_queue"] = options.task_queue
         if options.local_legs is not None:
             update["local"] = options.local_legs
-        elif options.task_queue is None and tool_timeout_s is not None:
+        elif update.get("task_queue", default.task_queue) is None and tool_timeout_s is not None:
             update["local"] = tool_timeout_s < default.local_timeout_s
         return default.model_copy(update=update) if update else default
 

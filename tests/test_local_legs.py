@@ -27,8 +27,8 @@ from temporalio.client import WorkflowHistory
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task
 from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.starter import ToolOptions
-from fastmcp_temporal.workflows.models import LOCAL_LEG_PROGRESS_SIGNAL
+from fastmcp_temporal.server.starter import ToolOptions, WorkflowStarter
+from fastmcp_temporal.workflows.models import LOCAL_LEG_PROGRESS_SIGNAL, LegPolicy
 
 
 async def history_of(extension: TemporalTasks, task: ToolTask) -> WorkflowHistory:
@@ -173,3 +173,20 @@ async def test_progress_reported_just_before_a_local_leg_returns_never_runs_the_
     for history in histories:
         assert ran_locally(history)
         assert rejected_workflow_tasks(history) == []
+
+
+def test_legs_sent_to_a_queue_of_their_own_stay_activities_even_for_short_tools() -> None:
+    """The rule as ``WorkflowStarter`` applies it, with and without a global leg queue."""
+    starter = WorkflowStarter(
+        None,  # type: ignore[arg-type]  (choosing a policy needs no Temporal)
+        task_queue="tasks",
+        tools={"explicit": ToolOptions(local_legs=True), "routed": ToolOptions(task_queue="gpu")},
+    )
+    default, routed_everywhere = LegPolicy(), LegPolicy(task_queue="legs")
+    assert starter.leg_policy("plain", default, tool_timeout_s=5).local
+    assert not starter.leg_policy("plain", default, tool_timeout_s=None).local
+    assert not starter.leg_policy("plain", default, tool_timeout_s=45).local
+    assert not starter.leg_policy("routed", default, tool_timeout_s=5).local
+    assert not starter.leg_policy("plain", routed_everywhere, tool_timeout_s=5).local
+    assert starter.leg_policy("explicit", routed_everywhere, tool_timeout_s=None).local
+    assert starter.leg_policy("plain", LegPolicy(local_timeout_s=120), tool_timeout_s=60).local
