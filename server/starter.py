@@ -65,7 +65,9 @@ class ToolOptions:
             ``timeout`` is set and below ``LegPolicy.local_timeout_s`` (30 s),
             so it cannot hold a workflow task longer than that -- unless its
             legs go to their own ``task_queue`` (a local leg runs where the
-            workflow runs). ``True``/``False`` decide for the tool.
+            workflow runs). ``True``/``False`` decide for the tool. A leg that
+            follows the client's answers is an activity either way
+            (``workflows.local_legs.ACTIVITY_LEGS_AFTER_INPUT``).
         workflow_task_timeout: The Temporal workflow task timeout of this tool's
             tasks. ``None``: ``LOCAL_LEGS_TASK_TIMEOUT`` (2 s) when its legs
             are local, so a running local leg sees a cancel within ~1.6 s

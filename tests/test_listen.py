@@ -65,8 +65,15 @@ def build(extension: TemporalTasks) -> FastMCP:
         )
 
     mcp.tool(task=True)(interview)
-    # Declared short: its legs are local activities, its progress a signal to its workflow.
+    # Declared short: its first leg is a local activity (the answered ones are activities).
     mcp.tool(task=True, timeout=10, name="short_interview")(interview)
+
+    @mcp.tool(task=True, timeout=10)
+    async def short_count(ctx: Context) -> str:
+        """A short tool (a local leg): its progress is a signal, pushed from the memo."""
+        await ctx.report_progress(1, 2, "counted half")
+        await asyncio.sleep(4)  # applied at a workflow task heartbeat, committed at the next
+        return "counted"
 
     @mcp.tool(task=True)
     async def nap() -> str:
@@ -142,6 +149,24 @@ async def test_the_stream_pushes_every_transition_of_the_callers_own_tasks(
     final.pop("resultType")
     final.pop("_meta", None)  # the server stamps its info on results, not on notifications
     assert frames[-1] == final
+
+
+async def test_a_local_legs_progress_is_pushed_as_its_tasks_status_message(url: str) -> None:
+    alice = RawMcp(url, bearer="alice")
+    task_id = await start(alice, "short_count")
+    frames: list[dict[str, Any]] = []
+    listen = {"notifications": {"taskIds": [task_id]}}
+    async with alice.stream("subscriptions/listen", listen) as (_, messages):
+        async for message in messages:
+            if "id" in message:
+                break
+            if message["method"] == "notifications/tasks":
+                frames.append(message["params"])
+    assert [(f["status"], f.get("statusMessage")) for f in frames][-2:] == [
+        ("working", "counted half"),
+        ("completed", None),
+    ]
+    assert frames[-1]["result"]["content"][0]["text"] == "counted"
 
 
 async def test_no_progress_or_log_notifications_ride_the_stream(url: str) -> None:

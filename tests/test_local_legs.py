@@ -5,7 +5,8 @@ hold a workflow task longer than that, so its legs run as local activities by
 default (no activity task round trip: about twice the tasks per second,
 ``bench/results/leg_costs.md``). ``ToolOptions(local_legs=...)`` decides for a
 tool either way, and a tool whose legs go to their own task queue keeps them
-there.
+there. A leg that follows the client's answers is an activity in any case
+(racing answers: ``tests/test_lifecycle.py``).
 
 A local leg has no heartbeat: its progress is a signal to its own workflow,
 which puts the message in its memo, so ``tasks/get`` shows it with the same one

@@ -44,8 +44,8 @@ _FIRST_RETRY = timedelta(seconds=1)
 _LAST_CHANCE = timedelta(seconds=1)
 
 
-def leg_retry(start: TaskStart) -> tuple[RetryPolicy, timedelta | None]:
-    """The retry policy of the next leg, and its schedule-to-close timeout."""
+def leg_retry(start: TaskStart, *, local: bool) -> tuple[RetryPolicy, timedelta | None]:
+    """The retry policy of the next leg (a local one if ``local``), and its schedule-to-close."""
     policy = start.leg_policy
     if not workflow.patched(RETRY_UNTIL_DEADLINE_PATCH):
         old = RetryPolicy(maximum_attempts=policy.max_attempts, initial_interval=_FIRST_RETRY)
@@ -59,7 +59,7 @@ def leg_retry(start: TaskStart) -> tuple[RetryPolicy, timedelta | None]:
         # never counts against it (the next workflow task starts it afresh),
         # only its own timeout does -- and the SDK does not end local retries at
         # the schedule-to-close deadline, so they keep a count.
-        maximum_attempts=policy.max_attempts if policy.local else 0,
+        maximum_attempts=policy.max_attempts if local else 0,
     )
     return retry, max(deadline - workflow.now(), _LAST_CHANCE)
 

@@ -16,12 +16,15 @@ them, so the leg -- the tool body -- runs again, and a body that reports
 progress just before returning would do so forever (measured: 7 runs in 15 s,
 no result). So the leg returns how many signals Temporal acknowledged, and the
 workflow receives all of them before it goes on; after a local leg that
-failed instead (its count unknown), it waits one timer first.
+failed instead (its count unknown), it waits one timer first. The client's
+answers are signals too, and two of them may race: so a leg that follows
+answers is an activity, not a local one (``ACTIVITY_LEGS_AFTER_INPUT``).
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -29,6 +32,7 @@ from temporalio.common import RetryPolicy
 from fastmcp_temporal.workflows.models import (
     LOCAL_LEG_PROGRESS_SIGNAL,
     LegOutcome,
+    LegPolicy,
     LegRequest,
     LocalLegProgress,
 )
@@ -37,10 +41,26 @@ from fastmcp_temporal.workflows.models import (
 #: workflow, and the workflow receives every such signal before it goes on
 #: (a marker before the leg's command; see the module docstring).
 LOCAL_LEG_PROGRESS = "fastmcp-temporal/local-leg-progress"
+#: Legs that follow the client's answers run as activities even in a local-leg
+#: task since this patch (a marker before such a leg's command). Answers are
+#: signals, and two clients -- or one that retries -- may send them at once:
+#: the second can reach Temporal while the leg they started runs inside its
+#: workflow task, and if that leg ends the task, Temporal rejects the task's
+#: commands with the leg's result (``UNHANDLED_COMMAND``): the body would run
+#: twice. An activity leg's result is its own event, so nothing is lost; a leg
+#: that waited for a person does not miss the activity round trip it saves.
+ACTIVITY_LEGS_AFTER_INPUT = "fastmcp-temporal/activity-legs-after-input"
 #: How long a task waits after a local leg that reports progress failed
 #: (rather than returned), so the signals its attempts sent are applied in a
 #: workflow task of their own before the one that ends the task.
 AFTER_FAILED_LOCAL_LEG = timedelta(seconds=1)
+
+
+def runs_locally(policy: LegPolicy, responses: dict[str, Any] | None) -> bool:
+    """Whether the next leg is a local activity (``ACTIVITY_LEGS_AFTER_INPUT``)."""
+    if not policy.local:
+        return False
+    return responses is None or not workflow.patched(ACTIVITY_LEGS_AFTER_INPUT)
 
 
 class LocalLegRunner:

@@ -41,7 +41,11 @@ from fastmcp_temporal.workflows.leg_retry import (
     failure_reason,
     leg_retry,
 )
-from fastmcp_temporal.workflows.local_legs import LOCAL_LEG_PROGRESS, LocalLegRunner
+from fastmcp_temporal.workflows.local_legs import (
+    LOCAL_LEG_PROGRESS,
+    LocalLegRunner,
+    runs_locally,
+)
 from fastmcp_temporal.workflows.models import (
     INPUT_SIGNAL,
     TASK_STATUS_ATTRIBUTE,
@@ -186,6 +190,9 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
             store_big_result=workflow.patched(RESULT_STORED_ONCE),
             progress_signals=policy.local and workflow.patched(LOCAL_LEG_PROGRESS),
         )
+        local = runs_locally(policy, responses)
+        if not local and request.progress_signals:
+            request = request.model_copy(update={"progress_signals": False})
         # Only the threshold of this check changed (1.9 MB before big payloads went
         # to external storage; tasks started before get TaskStart's default): a
         # history where the old one fired failed the workflow in this workflow
@@ -206,13 +213,13 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
             f"Running **{start.tool_name}**, leg {round_number}. Its latest progress message "
             + (
                 "is the task's status message (memo `mcp`)."
-                if policy.local
+                if local
                 else "is in the pending activity's heartbeat details."
             )
         )
-        retry, until_deadline = leg_retry(start)
+        retry, until_deadline = leg_retry(start, local=local)
         try:
-            if policy.local:
+            if local:
                 return await self._run_local_leg(
                     request,
                     timeout=timedelta(seconds=policy.local_timeout_s),
