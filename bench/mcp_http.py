@@ -9,8 +9,10 @@ says the task finished (that frame carries the result: no read follows).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -59,16 +61,25 @@ class McpHttp:
             raise RuntimeError(f"{method}: {message}")
         return message["result"]
 
-    async def listen_until_finished(self, task_id: str) -> dict[str, Any]:
-        """``subscriptions/listen`` for one task; the first frame that shows it finished."""
+    @contextlib.asynccontextmanager
+    async def listen(self, task_id: str) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        """``subscriptions/listen`` for one task: its frames, as they arrive."""
         body, headers = self._request(
             "subscriptions/listen", {"notifications": {"taskIds": [task_id]}}
         )
         async with self.http.stream("POST", self.url, json=body, headers=headers) as response:
-            async for line in response.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                frame = json.loads(line[5:])
+
+            async def frames() -> AsyncIterator[dict[str, Any]]:
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        yield json.loads(line[5:])
+
+            yield frames()
+
+    async def listen_until_finished(self, task_id: str) -> dict[str, Any]:
+        """``subscriptions/listen`` for one task; the first frame that shows it finished."""
+        async with self.listen(task_id) as frames:
+            async for frame in frames:
                 params = frame.get("params", {})
                 if frame.get("method") == "notifications/tasks" and params["status"] in TERMINAL:
                     return params

@@ -43,7 +43,6 @@ import argparse
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import statistics
 import subprocess
@@ -51,7 +50,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
@@ -64,6 +63,7 @@ from fastmcp import Client, Context, FastMCP
 from fastmcp.utilities.tests import run_server_async
 from fastmcp_tasks import TasksExtension, call_tool_task
 from fastmcp_tasks.client import _send_update
+from mcp_http import McpHttp
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client as TemporalClient
@@ -76,8 +76,6 @@ from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.workflows.models import VIEW_QUERY
 
 TOOL_SECONDS = 2.0
-PROTOCOL = "2026-07-28"
-TASKS = "io.modelcontextprotocol/tasks"
 OURS, PEER = "fastmcp-temporal", "fastmcp-tasks on Redis"
 POLLING = "client honouring pollIntervalMs"
 FASTMCP = "FastMCP client (fastmcp_tasks back-off)"
@@ -141,63 +139,10 @@ def crunch_server(extension: Any) -> FastMCP:
     return mcp
 
 
-class Wire:
-    """Raw 2026-07-28 JSON-RPC over one HTTP client: what a spec-following client sends."""
-
-    def __init__(self, url: str, http: httpx.AsyncClient) -> None:
-        self.url, self.http, self.ids = url, http, itertools.count(1)
-
-    def _request(
-        self, method: str, params: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        params = dict(params)
-        params["_meta"] = {
-            "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-            "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
-            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-        }
-        headers = {
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": PROTOCOL,
-            "Mcp-Method": method,
-        }
-        name = params.get("taskId", params.get("name"))
-        if isinstance(name, str):
-            headers["Mcp-Name"] = name
-        body = {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
-        return body, headers
-
-    async def result(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        body, headers = self._request(method, params)
-        response = await self.http.post(self.url, json=body, headers=headers)
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            lines = [line for line in response.text.splitlines() if line.startswith("data:")]
-            message = json.loads(lines[-1][5:])
-        else:
-            message = response.json()
-        if "result" not in message:
-            raise RuntimeError(f"{method}: {message}")
-        return message["result"]
-
-    @contextlib.asynccontextmanager
-    async def listen(self, task_id: str) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
-        body, headers = self._request(
-            "subscriptions/listen", {"notifications": {"taskIds": [task_id]}}
-        )
-        async with self.http.stream("POST", self.url, json=body, headers=headers) as response:
-
-            async def frames() -> AsyncIterator[dict[str, Any]]:
-                async for line in response.aiter_lines():
-                    if line.startswith("data:"):
-                        yield json.loads(line[5:])
-
-            yield frames()
-
-
 Client_ = Callable[[str], Awaitable[float]]  # token -> when the client learned "completed"
 
 
-def polling_client(wire: Wire) -> Client_:
+def polling_client(wire: McpHttp) -> Client_:
     async def run(token: str) -> float:
         task = await wire.result("tools/call", {"name": "crunch", "arguments": {"token": token}})
         while task["status"] not in ("completed", "failed", "cancelled"):
@@ -217,7 +162,9 @@ def fastmcp_client(client: Client) -> Client_:
     return run
 
 
-def listening_client(wire: Wire, old_way: set[str] | None = None, tool: str = "crunch") -> Client_:
+def listening_client(
+    wire: McpHttp, old_way: set[str] | None = None, tool: str = "crunch"
+) -> Client_:
     """Row (c); with ``old_way``, its tasks are followed by the watcher as it was before."""
 
     async def run(token: str) -> float:
@@ -288,17 +235,17 @@ async def completion_latency(n: int, rounds: int) -> list[str]:
         peer_client = await stack.enter_async_context(Client(peer_url))
         rows: dict[str, Client_] = {
             "fastmcp-temporal, (a) client honouring pollIntervalMs": polling_client(
-                Wire(ours_url, http)
+                McpHttp(ours_url, http)
             ),
             "fastmcp-temporal, (b) FastMCP client (fastmcp_tasks back-off)": fastmcp_client(
                 ours_client
             ),
-            LISTENING: listening_client(Wire(ours_url, http)),
-            LISTENING_BEFORE: listening_client(Wire(ours_url, http), old_way),
-            LISTENING_APART: listening_client(Wire(apart_url, http)),
-            LISTENING_SHORT: listening_client(Wire(ours_url, http), tool="crunch_short"),
+            LISTENING: listening_client(McpHttp(ours_url, http)),
+            LISTENING_BEFORE: listening_client(McpHttp(ours_url, http), old_way),
+            LISTENING_APART: listening_client(McpHttp(apart_url, http)),
+            LISTENING_SHORT: listening_client(McpHttp(ours_url, http), tool="crunch_short"),
             "fastmcp-tasks on Redis, (a) client honouring pollIntervalMs": polling_client(
-                Wire(peer_url, http)
+                McpHttp(peer_url, http)
             ),
             "fastmcp-tasks on Redis, (b) FastMCP client (fastmcp_tasks back-off)": fastmcp_client(
                 peer_client
