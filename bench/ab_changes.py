@@ -36,8 +36,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 import fastmcp_temporal.workflows.task_workflow as task_workflow
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server import creation
-from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.protocol import creation
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
 
 ROWS: list[str] = []
 

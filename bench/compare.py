@@ -64,7 +64,7 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server.devserver import free_port
+from fastmcp_temporal.server.embedded.devserver import free_port
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"completed", "failed", "cancelled"}

@@ -27,9 +27,9 @@ from fastmcp import Client
 from fastmcp_tasks import call_tool_task
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server.engine import workflow_id_for
 from fastmcp_temporal.server.extension import TemporalTasks as Extension
-from fastmcp_temporal.server.starter import WorkflowStarter
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.starter import WorkflowStarter
 
 MARKS: dict[str, float] = {}
 STEPS = [

@@ -33,7 +33,7 @@ from fastmcp import Client
 from payload_server import text_of
 
 from fastmcp_temporal.client import TasksClientExtension, ToolTask, call_tool_task
-from fastmcp_temporal.server.devserver import free_port
+from fastmcp_temporal.server.embedded.devserver import free_port
 
 HERE = Path(__file__).resolve().parent
 SIZES = {"10 MB": 10_000_000, "50 MB": 50_000_000}

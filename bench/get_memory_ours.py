@@ -28,10 +28,10 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import TasksClientExtension, call_tool_task
-from fastmcp_temporal.server.codec import task_data_converter
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.payload_store import PayloadStoreSettings
-from fastmcp_temporal.server.task_records import TaskRecords
+from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.payloads.payload_store import PayloadStoreSettings
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.task_records import TaskRecords
 from fastmcp_temporal.testing import shared_temporal
 from fastmcp_temporal.workflows.models import TaskView
 

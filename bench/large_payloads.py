@@ -40,7 +40,7 @@ from fastmcp import Client
 from fastmcp_tasks import call_tool_task
 from payload_server import text_of
 
-from fastmcp_temporal.server.devserver import free_port
+from fastmcp_temporal.server.embedded.devserver import free_port
 
 HERE = Path(__file__).resolve().parent
 SIZES = {"100 KB": 100_000, "1 MB": 1_000_000, "10 MB": 10_000_000, "50 MB": 50_000_000}

@@ -40,8 +40,8 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.starter import ToolOptions
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.starter import ToolOptions
 
 #: Runs one task to its end; returns its workflow handle.
 RunOne = Callable[[int], Awaitable[WorkflowHandle[Any, Any]]]

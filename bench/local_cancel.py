@@ -51,8 +51,8 @@ from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, Telemetr
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.starter import LOCAL_LEGS_TASK_TIMEOUT, ToolOptions
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.starter import LOCAL_LEGS_TASK_TIMEOUT, ToolOptions
 
 TIMEOUTS_S = [10.0, 5.0, 3.0, 2.0, 1.0]
 LEG_SECONDS = 20.0

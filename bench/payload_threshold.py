@@ -33,7 +33,7 @@ from payload_server import text_of
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import DevServer, TemporalTasks
-from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
 
 SIZES = [16_000, 64_000, 128_000, 256_000, 512_000, 900_000]
 THRESHOLDS = {"disk store (threshold 8 KiB)": 8 * 1024, "inline (threshold 1.9 MB)": 1_900_000}

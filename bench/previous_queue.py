@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/previous_queue.py > bench/results/previous_queue.md
 
-``server.previous_queue`` counts, at every lifespan start on the embedded
+``server.temporal.previous_queue`` counts, at every lifespan start on the embedded
 server, the open tasks of this server's tools on ``mcp-tasks``, and serves that
 queue with a second worker while any are left. Measured here, each on a fresh
 embedded Temporal in a temporary data directory:
@@ -38,8 +38,8 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task, enable_transparent_tasks, get_task
-from fastmcp_temporal.server import previous_queue
-from fastmcp_temporal.server.previous_queue import (
+from fastmcp_temporal.server.temporal import previous_queue
+from fastmcp_temporal.server.temporal.previous_queue import (
     PREVIOUS_EMBEDDED_QUEUE,
     count_open_tasks,
     unpolled_queues,

@@ -71,8 +71,8 @@ from temporalio.worker import Worker
 from watch_before import serve_tasks_the_old_way
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
-from fastmcp_temporal.server import task_watch
-from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.tasks import task_watch
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.workflows.models import VIEW_QUERY
 
 TOOL_SECONDS = 2.0

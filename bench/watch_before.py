@@ -4,7 +4,7 @@ Before, every wake of a task's history long poll was followed by a full read
 (``TaskEngine.get``: a ``describe``, the memo, the leg's heartbeat), whatever
 the new events were, and the final state was read like any other. Now a wake
 reads only when its events can change what ``tasks/get`` shows, and a run's
-completion event gives the final task itself (``server/task_watch.py``).
+completion event gives the final task itself (``server/tasks/task_watch.py``).
 
 ``serve_tasks_the_old_way`` makes the listen handler of every server in this
 process follow the task ids put in the returned set the old way, so both
@@ -19,10 +19,11 @@ from collections.abc import AsyncIterator, Iterator
 
 from temporalio.service import RPCError
 
-from fastmcp_temporal.server import listen, task_watch
-from fastmcp_temporal.server.engine import TaskEngine, workflow_id_for
-from fastmcp_temporal.server.poll_interval import FLOOR_MS
-from fastmcp_temporal.server.wire import GetTaskResult
+from fastmcp_temporal.server.core.wire import GetTaskResult
+from fastmcp_temporal.server.protocol import listen
+from fastmcp_temporal.server.tasks import task_watch
+from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.tasks.poll_interval import FLOOR_MS
 
 
 async def watch_reading_every_wake(

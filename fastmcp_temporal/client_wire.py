@@ -1,6 +1,6 @@
 """The client side of the SEP-2663 wire: task shapes as received, ``tasks/*`` requests.
 
-The server's models (``server.wire``) *produce* the wire (serialization
+The server's models (``server.core.wire``) *produce* the wire (serialization
 aliases); these *read* it (validation aliases: the SDK validates a claimed
 result and a ``tasks/get`` answer by wire name). Each request carries the
 current trace context, so the server's ``tasks/*`` spans nest under the

@@ -13,7 +13,7 @@ async def test_crunch(temporal_tasks):
 
 Starting a Temporal dev server takes seconds; connecting to a running one and
 starting a worker takes milliseconds. So the session joins one *shared*
-embedded server (``fastmcp_temporal.server.embedded``) and every test gets a
+embedded server (``fastmcp_temporal.server.embedded.shared``) and every test gets a
 fresh task queue: tests never see each other's tasks and nothing restarts
 between them. Under ``pytest-xdist`` all workers of a run join the same server
 (its data directory is under the run's base temp directory), and it stops
@@ -44,8 +44,8 @@ import pytest_asyncio
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from fastmcp_temporal.server import embedded
-from fastmcp_temporal.server.embedded import EmbeddedServer
+from fastmcp_temporal.server.embedded import shared
+from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.extension import TemporalTasks
 
 __all__ = ["EmbeddedServer", "shared_temporal"]
@@ -59,7 +59,7 @@ async def shared_temporal(
     data_dir: str | Path, *, ui: bool = True
 ) -> AsyncIterator[EmbeddedServer]:
     """Use (starting if needed) the embedded Temporal of ``data_dir`` while inside."""
-    lease = await embedded.join(data_dir, ui=ui)
+    lease = await shared.join(data_dir, ui=ui)
     try:
         yield lease.server
     finally:

@@ -56,31 +56,36 @@ from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
-from fastmcp_temporal.server import connection, routing, scope, telemetry, wire_production
-from fastmcp_temporal.server.codec import task_data_converter
-from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR
-from fastmcp_temporal.server.embedded import EmbeddedServer
-from fastmcp_temporal.server.engine import TaskEngine
-from fastmcp_temporal.server.listen import TaskListenHandler
-from fastmcp_temporal.server.payload_store import PayloadStoreSettings, with_payload_storage
-from fastmcp_temporal.server.payload_sweep import sweeping
-from fastmcp_temporal.server.plugin import McpTasksPlugin
-from fastmcp_temporal.server.previous_queue import (
-    report_unpolled_queues,
-    serving_previous_queue,
-)
-from fastmcp_temporal.server.scope import task_scope
-from fastmcp_temporal.server.signals import sigterm_unwinds
-from fastmcp_temporal.server.starter import ToolOptions
-from fastmcp_temporal.server.temporal_busy import temporal_busy_as_error
-from fastmcp_temporal.server.versioning import WorkerVersioning
-from fastmcp_temporal.server.wire import (
+from fastmcp_temporal.server.core import scope
+from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.core.scope import task_scope
+from fastmcp_temporal.server.core.wire import (
     AckResult,
     GetTaskResult,
     TaskIdParams,
     UpdateTaskParams,
 )
-from fastmcp_temporal.server.workflow_tools import workflow_tool_parts
+from fastmcp_temporal.server.embedded.devserver import DEFAULT_DATA_DIR
+from fastmcp_temporal.server.embedded.shared import EmbeddedServer
+from fastmcp_temporal.server.payloads.payload_store import (
+    PayloadStoreSettings,
+    with_payload_storage,
+)
+from fastmcp_temporal.server.payloads.payload_sweep import sweeping
+from fastmcp_temporal.server.protocol import routing, wire_production
+from fastmcp_temporal.server.protocol.listen import TaskListenHandler
+from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
+from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.tasks.starter import ToolOptions
+from fastmcp_temporal.server.temporal import connection, telemetry
+from fastmcp_temporal.server.temporal.plugin import McpTasksPlugin
+from fastmcp_temporal.server.temporal.previous_queue import (
+    report_unpolled_queues,
+    serving_previous_queue,
+)
+from fastmcp_temporal.server.temporal.sigterm import sigterm_unwinds
+from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
+from fastmcp_temporal.server.temporal.workflow_tools import workflow_tool_parts
 from fastmcp_temporal.workflows.models import LegPolicy
 
 if TYPE_CHECKING:
@@ -110,7 +115,7 @@ class TemporalTasks(ServerExtension):
             name>``, so two different servers started from one folder never
             run each other's legs (replicas of one server still share it).
             Tasks left on ``mcp-tasks`` from before still run: see
-            ``fastmcp_temporal.server.previous_queue``.
+            ``fastmcp_temporal.server.temporal.previous_queue``.
         ttl_ms: Reported ``ttlMs``: how long a task stays readable; a task still
             running at its TTL is ended (see ``starter``).
         tools: Per-tool ``ToolOptions`` (``ttl_ms``, the legs' ``task_queue``).
@@ -121,36 +126,36 @@ class TemporalTasks(ServerExtension):
             ``client=``, connect that client with ``telemetry.plugins()``.
         client: An already-connected client. Its converter must be pydantic-based
             and, for encryption, carry the codec: build it with
-            ``fastmcp_temporal.server.codec.task_data_converter(key)``.
+            ``fastmcp_temporal.server.core.codec.task_data_converter(key)``.
         data_dir: Where the embedded dev server keeps its SQLite file.
         ui: Start the embedded dev server's Web UI.
         query_timeout: Upper bound for each Temporal call of a ``tasks/*`` request;
-            past it the request answers ``-32001`` (``server.temporal_busy``).
+            past it the request answers ``-32001`` (``server.protocol.temporal_busy``).
         leg_policy: Timeouts and retries of each tool leg.
         max_rounds: How many legs one task may run.
         encryption_key: Encrypt every payload at rest (AES-256-GCM): a 32-byte key
             as base64 or hex, or ``"id:key,id2:key2"`` to rotate (the first one
             encrypts). Default: ``FASTMCP_TEMPORAL_ENCRYPTION_KEY``. See
-            ``fastmcp_temporal.server.codec``.
+            ``fastmcp_temporal.server.core.codec``.
         rounds_per_run: Legs per workflow run before it continues as new.
         mrtr_first_tools: Tools whose first leg may ask for input synchronously
             (an ``InputRequiredResult`` on ``tools/call``) before the client gets
-            the task; see ``fastmcp_temporal.server.mrtr``.
+            the task; see ``fastmcp_temporal.server.protocol.mrtr``.
         mrtr_window: How long ``tools/call`` watches such a tool's first leg.
         versioning: This process's worker joins a Worker Deployment Version
             (deployment name + build id; tasks pinned to the build that started
             them by default). Default: ``TEMPORAL_DEPLOYMENT_NAME`` and
             ``TEMPORAL_WORKER_BUILD_ID`` when set, else unversioned. Only workers
-            use it; see ``fastmcp_temporal.server.versioning``.
+            use it; see ``fastmcp_temporal.server.temporal.versioning``.
         scope_secret: Keys the scope tag in workflow ids (HMAC), so nobody can
             find a user's tasks in Temporal from their client id and subject.
             The same value on every front end, at least 16 bytes. Default:
             ``FASTMCP_TEMPORAL_SCOPE_SECRET``, else (embedded server only) a
-            file generated in ``data_dir``; see ``fastmcp_temporal.server.scope``.
+            file generated in ``data_dir``; see ``fastmcp_temporal.server.core.scope``.
         payload_store, payload_threshold, max_payload_bytes: Where payloads
             past the threshold go (a directory, default ``<data_dir>/payloads``;
             ``"s3://bucket"``; a ``StorageDriver``), and the largest one a task
-            may carry; see ``fastmcp_temporal.server.payload_store``.
+            may carry; see ``fastmcp_temporal.server.payloads.payload_store``.
     """
 
     identifier = TASKS_EXTENSION_ID

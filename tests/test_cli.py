@@ -18,8 +18,8 @@ from fastmcp import Client, FastMCP
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server import embedded
-from fastmcp_temporal.server.embedded import EmbeddedServer
+from fastmcp_temporal.server.embedded import shared
+from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.testing import shared_temporal
 from tests.processes.running import BIN, ROOT, Process
 
@@ -82,7 +82,7 @@ async def test_tasks_joins_the_embedded_server_of_the_data_dir(tmp_path: Path) -
         assert_one_line_failure(unknown, "Task 'nope' not found")
         closed = await asyncio.to_thread(closed_pipe, tmp_path)
         assert_one_line_failure(closed, "broken pipe")
-        assert embedded.running(tmp_path / ".fastmcp-temporal") == server
+        assert shared.running(tmp_path / ".fastmcp-temporal") == server
 
 
 JOINING_SERVER = """
@@ -111,7 +111,7 @@ async def test_a_worker_joins_the_embedded_server_of_its_folder(tmp_path: Path) 
         raise AssertionError("the front end runs no legs")
 
     async with Client(front) as client:
-        server = embedded.running(data_dir)
+        server = shared.running(data_dir)
         assert server is not None
         worker = Process(
             "worker",
@@ -150,6 +150,6 @@ def closed_pipe(cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_record_is_what_a_joiner_reads(tmp_path: Path) -> None:
     assert EmbeddedServer.read(tmp_path) is None
-    (tmp_path / embedded.RECORD).write_text("{not json")
+    (tmp_path / shared.RECORD).write_text("{not json")
     assert EmbeddedServer.read(tmp_path) is None
-    assert embedded.running(tmp_path) is None
+    assert shared.running(tmp_path) is None

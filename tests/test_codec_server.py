@@ -24,10 +24,10 @@ from temporalio.api.common.v1 import Payload
 
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server.codec import KEY_ENV, AesGcmCodec
-from fastmcp_temporal.server.codec_server import create_app
-from fastmcp_temporal.server.devserver import free_port
-from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.cli.codec_server import create_app
+from fastmcp_temporal.server.core.codec import KEY_ENV, AesGcmCodec
+from fastmcp_temporal.server.embedded.devserver import free_port
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests.test_encryption import cli_history, readable_text
 
 KEY = f"k1:{base64.b64encode(os.urandom(32)).decode()}"
@@ -205,7 +205,7 @@ async def test_a_dev_server_ui_points_at_the_codec_endpoint(tmp_path: Any) -> No
 async def test_the_command_serves_with_the_key_from_the_environment() -> None:
     """``fastmcp-temporal codec-server`` as operators start it: a real process."""
     port = free_port()
-    command = [sys.executable, "-m", "fastmcp_temporal.server.cli", "codec-server"]
+    command = [sys.executable, "-m", "fastmcp_temporal.server.cli.main", "codec-server"]
     process = await asyncio.create_subprocess_exec(
         *command,
         "--port",

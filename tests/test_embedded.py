@@ -19,7 +19,8 @@ import pytest
 from fastmcp import Client, FastMCP
 
 from fastmcp_temporal import DevServer, TemporalTasks
-from fastmcp_temporal.server import embedded, wire_production
+from fastmcp_temporal.server.embedded import shared
+from fastmcp_temporal.server.protocol import wire_production
 from fastmcp_temporal.testing import shared_temporal
 from tests.helpers import eventually
 
@@ -47,7 +48,7 @@ async def test_no_address_starts_and_stops_an_embedded_dev_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("TEMPORAL_ADDRESS", raising=False)
-    monkeypatch.setenv(embedded.LINGER_ENV, "0")
+    monkeypatch.setenv(shared.LINGER_ENV, "0")
     extension = TemporalTasks(data_dir=tmp_path, task_queue="embedded")
     async with Client(echo_server(extension)) as client:
         dev = extension.dev_server
@@ -60,7 +61,7 @@ async def test_no_address_starts_and_stops_an_embedded_dev_server(
         assert settings.status_code == 200
     assert extension.dev_server is None
     await eventually(lambda: not _running(dev.temporal_pid) and not _running(dev.keeper_pid))
-    assert embedded.running(tmp_path) is None, "the last user gone: nothing left running"
+    assert shared.running(tmp_path) is None, "the last user gone: nothing left running"
 
 
 async def test_a_second_lifespan_joins_the_running_server(
@@ -139,15 +140,15 @@ async def test_a_joiner_asking_for_another_namespace_is_told_which_one_runs(
         with pytest.raises(Exception, match="serves 'default', not 'elsewhere'"):
             async with Client(echo_server(TemporalTasks(data_dir=tmp_path))):
                 pass
-        assert embedded.running(tmp_path) == server, "the failed joiner changed nothing"
+        assert shared.running(tmp_path) == server, "the failed joiner changed nothing"
 
 
 async def test_concurrent_joins_start_one_server(tmp_path: Path) -> None:
     """Joiners racing on a fresh data directory: the join lock lets one start it."""
-    leases = await asyncio.gather(*(embedded.join(tmp_path, ui=False) for _ in range(3)))
+    leases = await asyncio.gather(*(shared.join(tmp_path, ui=False) for _ in range(3)))
     try:
         assert len({lease.server for lease in leases}) == 1
-        assert embedded.keeper_alive(tmp_path)
+        assert shared.keeper_alive(tmp_path)
     finally:
         for lease in leases:
             lease.release()

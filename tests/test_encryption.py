@@ -38,16 +38,16 @@ from temporalio.converter import DataConverter
 
 from fastmcp_temporal import DevServer, LegPolicy, TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task
-from fastmcp_temporal.server import starter
-from fastmcp_temporal.server.codec import (
+from fastmcp_temporal.server.core.codec import (
     KEY_ENV,
     AesGcmCodec,
     PayloadDecryptionError,
     parse_keys,
     task_data_converter,
 )
-from fastmcp_temporal.server.devserver import temporal_binary
-from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.embedded.devserver import temporal_binary
+from fastmcp_temporal.server.tasks import starter
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
 
 
 def new_key() -> str:

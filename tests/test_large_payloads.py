@@ -40,17 +40,17 @@ from temporalio.worker import Replayer
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks, workflow_tool
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.payload_store import (
+from fastmcp_temporal.server.cli.worker import READY_LINE
+from fastmcp_temporal.server.payloads.payload_store import (
     STORE_ENV,
     DiskStorageDriver,
     PayloadStoreSettings,
     namespace_directory,
     owner_of,
 )
-from fastmcp_temporal.server.payload_sweep import DiskPayloadSweeper
-from fastmcp_temporal.server.starter import ToolOptions
-from fastmcp_temporal.server.worker import READY_LINE
+from fastmcp_temporal.server.payloads.payload_sweep import DiskPayloadSweeper
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.starter import ToolOptions
 from tests.helpers import eventually
 from tests.processes.big_server import blob_text, build
 from tests.processes.big_workflows import BigReport, write_report

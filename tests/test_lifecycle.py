@@ -23,8 +23,8 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import LegPolicy, McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.client import call_tool_task, update_task
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.starter import ToolOptions
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.starter import ToolOptions
 from fastmcp_temporal.workflows.task_workflow import FINAL_MEMO_LIMIT
 from tests.conftest import http_client
 from tests.helpers import declares_elicitation
@@ -382,7 +382,7 @@ async def test_local_legs_run_the_same_task_with_an_activity_only_after_the_answ
 
     The leg that follows the answer is an activity (racing answers could make
     Temporal drop a local leg's result: ``workflows.local_legs``)."""
-    from fastmcp_temporal.server.starter import ToolOptions
+    from fastmcp_temporal.server.tasks.starter import ToolOptions
 
     mcp = FastMCP("local")
     mcp.add_extension(temporal_tasks(tools={"add": ToolOptions(local_legs=True)}))

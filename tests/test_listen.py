@@ -16,9 +16,9 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server.engine import TaskEngine, workflow_id_for
-from fastmcp_temporal.server.task_watch import watch
-from fastmcp_temporal.server.wire import GetTaskResult
+from fastmcp_temporal.server.core.wire import GetTaskResult
+from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.tasks.task_watch import watch
 from tests.helpers import eventually
 from tests.wire import RawMcp
 

@@ -19,8 +19,8 @@ from fastmcp import Client, FastMCP
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.starter import LOCAL_LEGS_TASK_TIMEOUT, ToolOptions
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.starter import LOCAL_LEGS_TASK_TIMEOUT, ToolOptions
 
 #: Long enough that a leg still running at the end was never cancelled.
 LEG_SECONDS = 20.0

@@ -15,7 +15,7 @@ from fastmcp import Client, Context, FastMCP
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server.starter import ToolOptions
+from fastmcp_temporal.server.tasks.starter import ToolOptions
 
 REFUSED = "Activity heartbeat failed"
 

@@ -27,8 +27,8 @@ from temporalio.client import WorkflowHistory
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.starter import ToolOptions, WorkflowStarter
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.starter import ToolOptions, WorkflowStarter
 from fastmcp_temporal.workflows.models import LOCAL_LEG_PROGRESS_SIGNAL, LegPolicy
 
 

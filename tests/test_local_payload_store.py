@@ -19,9 +19,9 @@ from mcp.shared.exceptions import MCPError
 
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server import payload_store
-from fastmcp_temporal.server.payload_store import STORE_ENV
-from fastmcp_temporal.server.worker import READY_LINE
+from fastmcp_temporal.server.cli.worker import READY_LINE
+from fastmcp_temporal.server.payloads import payload_store
+from fastmcp_temporal.server.payloads.payload_store import STORE_ENV
 from tests.processes.big_server import build
 from tests.processes.running import BIN, Process
 

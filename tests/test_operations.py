@@ -29,10 +29,11 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.client import call_tool_task, get_task
-from fastmcp_temporal.server import connection, starter, task_records
-from fastmcp_temporal.server.codec import AesGcmCodec
-from fastmcp_temporal.server.engine import mint_task_id, workflow_id_for
-from fastmcp_temporal.server.starter import ToolOptions
+from fastmcp_temporal.server.core.codec import AesGcmCodec
+from fastmcp_temporal.server.tasks import starter, task_records
+from fastmcp_temporal.server.tasks.engine import mint_task_id, workflow_id_for
+from fastmcp_temporal.server.tasks.starter import ToolOptions
+from fastmcp_temporal.server.temporal import connection
 from fastmcp_temporal.workflows.models import WORKFLOW_TYPE, TaskStart
 from tests.processes.running import BIN, ROOT
 from tests.wire import RawMcp

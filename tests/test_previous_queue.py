@@ -20,9 +20,12 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task
-from fastmcp_temporal.server import previous_queue
-from fastmcp_temporal.server.previous_queue import PREVIOUS_EMBEDDED_QUEUE, count_open_tasks
-from fastmcp_temporal.server.worker import READY_LINE
+from fastmcp_temporal.server.cli.worker import READY_LINE
+from fastmcp_temporal.server.temporal import previous_queue
+from fastmcp_temporal.server.temporal.previous_queue import (
+    PREVIOUS_EMBEDDED_QUEUE,
+    count_open_tasks,
+)
 from tests.helpers import declares_elicitation, eventually
 from tests.processes.running import BIN, Process
 from tests.processes.upgraded_server import build

@@ -25,8 +25,8 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import ExternalStorage
 
 from fastmcp_temporal.activities.tool_leg import HANDED_BACK_ERROR_TYPE
-from fastmcp_temporal.server.codec import ENCODING, KEY_ENV
-from fastmcp_temporal.server.payload_store import DiskStorageDriver
+from fastmcp_temporal.server.core.codec import ENCODING, KEY_ENV
+from fastmcp_temporal.server.payloads.payload_store import DiskStorageDriver
 from fastmcp_temporal.workflows.leg_retry import RETRY_UNTIL_DEADLINE_PATCH
 from fastmcp_temporal.workflows.local_legs import ACTIVITY_LEGS_AFTER_INPUT, LOCAL_LEG_PROGRESS
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES, TaskView

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp_temporal import DevServer
-from fastmcp_temporal.server.devserver import free_port
-from fastmcp_temporal.server.worker import READY_LINE
+from fastmcp_temporal.server.cli.worker import READY_LINE
+from fastmcp_temporal.server.embedded.devserver import free_port
 from tests.processes.running import BIN, Process
 from tests.wire import RawMcp
 

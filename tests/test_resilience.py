@@ -21,10 +21,10 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import DevServer, LegPolicy, TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task
-from fastmcp_temporal.server.codec import KEY_ENV
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.starter import ToolOptions
-from fastmcp_temporal.server.worker import READY_LINE
+from fastmcp_temporal.server.cli.worker import READY_LINE
+from fastmcp_temporal.server.core.codec import KEY_ENV
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.starter import ToolOptions
 from tests.helpers import eventually, front_end
 from tests.processes.crash_server import mcp as crash_server
 from tests.processes.running import BIN, ROOT, Process

@@ -30,7 +30,7 @@ from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server import scope
+from fastmcp_temporal.server.core import scope
 from tests.test_isolation_and_bad_input import (
     ACCEPT,
     Owned,

@@ -21,8 +21,8 @@ import pytest
 from fastmcp import Client
 
 from fastmcp_temporal.client import ToolTask, call_tool_task
-from fastmcp_temporal.server import embedded
-from fastmcp_temporal.server.devserver import free_port
+from fastmcp_temporal.server.embedded import shared
+from fastmcp_temporal.server.embedded.devserver import free_port
 from tests.helpers import eventually
 from tests.processes.running import Process
 
@@ -64,7 +64,7 @@ class McpServer:
     async def start(self) -> McpServer:
         args = [sys.executable, "-m", "tests.processes.embedded_server", "--name", self.name]
         args += ["--port", str(self.port), "--data-dir", str(self.data_dir)]
-        self.process = Process(self.name, args, {embedded.LINGER_ENV: "0"}, self.log)
+        self.process = Process(self.name, args, {shared.LINGER_ENV: "0"}, self.log)
         await self.process.wait_for_port(self.port)
         return self
 
@@ -93,7 +93,7 @@ async def test_two_servers_in_one_folder_share_one_temporal_and_see_each_others_
 ) -> None:
     async with servers(tmp_path, "alpha", "beta") as (alpha, beta):
         assert len(temporal_pids(alpha.data_dir)) == 1
-        record = json.loads((alpha.data_dir / embedded.RECORD).read_text())
+        record = json.loads((alpha.data_dir / shared.RECORD).read_text())
         assert temporal_pids(alpha.data_dir) == [record["temporal_pid"]]
         async with Client(alpha.url) as on_alpha, Client(beta.url) as on_beta:
             first = await call_tool_task(on_alpha, "nap", {"seconds": 0.1, "tag": "one"})
@@ -104,9 +104,9 @@ async def test_two_servers_in_one_folder_share_one_temporal_and_see_each_others_
     assert seen_by_beta.result["structuredContent"] == {"result": "one rested on alpha"}
     assert seen_by_alpha.result["structuredContent"] == {"result": "two rested on beta"}
     # The keeper stops Temporal, then removes its record, then exits.
-    await eventually(lambda: not embedded.keeper_alive(alpha.data_dir))
+    await eventually(lambda: not shared.keeper_alive(alpha.data_dir))
     assert not temporal_pids(alpha.data_dir), "the last user gone: Temporal stopped"
-    assert not (alpha.data_dir / embedded.RECORD).exists(), "the last user gone: record removed"
+    assert not (alpha.data_dir / shared.RECORD).exists(), "the last user gone: record removed"
 
 
 async def test_kill_9_of_the_starter_keeps_the_other_working_and_loses_no_task(
@@ -141,7 +141,7 @@ async def test_kill_9_of_the_starter_keeps_the_other_working_and_loses_no_task(
 async def test_kill_9_of_the_keeper_restarts_temporal_at_the_same_address(tmp_path: Path) -> None:
     """Temporal dies with its keeper; a user restarts both, and the SQLite file keeps every task."""
     async with servers(tmp_path, "first", "second") as (first, second):
-        before = embedded.EmbeddedServer.read(first.data_dir)
+        before = shared.EmbeddedServer.read(first.data_dir)
         assert before is not None
         async with Client(first.url) as on_first:
             first_task = await call_tool_task(on_first, "nap", {"seconds": 0, "tag": "a"})
@@ -151,11 +151,11 @@ async def test_kill_9_of_the_keeper_restarts_temporal_at_the_same_address(tmp_pa
         os.kill(before.keeper_pid, signal.SIGKILL)
 
         def restarted() -> bool:
-            now = embedded.EmbeddedServer.read(first.data_dir)
+            now = shared.EmbeddedServer.read(first.data_dir)
             return now is not None and now.keeper_pid != before.keeper_pid
 
         await eventually(restarted, timeout=60)
-        after = embedded.EmbeddedServer.read(first.data_dir)
+        after = shared.EmbeddedServer.read(first.data_dir)
         assert after is not None and after.address == before.address
         assert temporal_pids(first.data_dir) == [after.temporal_pid]
         async with Client(second.url) as on_second:

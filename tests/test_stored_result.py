@@ -25,11 +25,11 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server.codec import task_data_converter
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.payload_store import PayloadStoreSettings, namespace_directory
-from fastmcp_temporal.server.starter import ToolOptions
-from fastmcp_temporal.server.task_records import TaskRecords
+from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.payloads.payload_store import PayloadStoreSettings, namespace_directory
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.starter import ToolOptions
+from fastmcp_temporal.server.tasks.task_records import TaskRecords
 from fastmcp_temporal.workflows.models import TaskView
 from fastmcp_temporal.workflows.task_workflow import MEMO_KEY
 from tests.processes.big_server import blob_text, build

@@ -23,7 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server.temporal_busy import temporal_busy_as_error
+from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from tests.wire import RawMcp
 
 TOO_SHORT = timedelta(microseconds=1)
@@ -94,7 +94,7 @@ async def test_the_client_helper_asks_again_until_its_own_deadline(
     temporal_tasks: Callable[..., TemporalTasks], caplog: pytest.LogCaptureFixture
 ) -> None:
     mcp = build(temporal_tasks(query_timeout=TOO_SHORT))
-    with caplog.at_level(logging.WARNING, logger="fastmcp_temporal.server.temporal_busy"):
+    with caplog.at_level(logging.WARNING, logger="fastmcp_temporal.server.protocol.temporal_busy"):
         async with Client(mcp) as client:
             task = await call_tool_task(client, "wait_a_while", {})
             with pytest.raises(TimeoutError):

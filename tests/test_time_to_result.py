@@ -15,9 +15,9 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.client import call_tool_task, update_task
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.poll_interval import FLOOR_MS, SILENCE_SHARE, adapt, interval_ms
-from fastmcp_temporal.server.wire import GetTaskResult, iso
+from fastmcp_temporal.server.core.wire import GetTaskResult, iso
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.poll_interval import FLOOR_MS, SILENCE_SHARE, adapt, interval_ms
 from fastmcp_temporal.workflows.models import INPUT_SIGNAL
 from tests.helpers import declares_elicitation
 from tests.test_lifecycle import answers

@@ -23,7 +23,7 @@ from fastmcp import Client, Context, FastMCP
 
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task, update_task
-from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests.helpers import declares_elicitation
 from tests.processes.browser import chromium_binary, open_page
 from tests.test_lifecycle import ask
@@ -187,7 +187,7 @@ async def test_a_namespace_without_the_search_attributes_still_runs_tasks(
     )
     try:
         mcp = approval_server(TemporalTasks(address=bare.address, task_queue="bare"))
-        caplog.set_level(logging.WARNING, logger="fastmcp_temporal.server.starter")
+        caplog.set_level(logging.WARNING, logger="fastmcp_temporal.server.tasks.starter")
         async with Client(mcp, elicitation_handler=declares_elicitation) as client:
             for _ in range(2):
                 task = await call_tool_task(

@@ -23,7 +23,7 @@ from temporalio.workflow import NondeterminismError
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests.histories.replay import load_history, task_replayer
 from tests.workflow_variants import (
     PATCH_ID,

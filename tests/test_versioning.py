@@ -26,10 +26,10 @@ from temporalio.client import WorkflowHandle
 from temporalio.common import VersioningBehavior
 
 from fastmcp_temporal import DevServer, TemporalTasks, WorkerVersioning
-from fastmcp_temporal.server.engine import workflow_id_for
-from fastmcp_temporal.server.starter import ToolOptions
-from fastmcp_temporal.server.versioning import BUILD_ID_ENV, DEPLOYMENT_NAME_ENV
-from fastmcp_temporal.server.worker import READY_LINE
+from fastmcp_temporal.server.cli.worker import READY_LINE
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.starter import ToolOptions
+from fastmcp_temporal.server.temporal.versioning import BUILD_ID_ENV, DEPLOYMENT_NAME_ENV
 from tests.processes import versioned_server
 from tests.processes.running import BIN, ROOT, Process
 from tests.wire import RawMcp

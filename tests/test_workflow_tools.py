@@ -27,7 +27,7 @@ from fastmcp_temporal import (
     workflow_tool_parts,
 )
 from fastmcp_temporal.client import call_tool_task, update_task
-from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.workflows.models import INPUT_SIGNAL
 from tests.conftest import http_client
 from tests.helpers import eventually, front_end, kill, spawn_worker

@@ -35,10 +35,10 @@ WORKFLOW_TYPE_PREFIX = f"{WORKFLOW_TYPE}:"
 INPUT_SIGNAL = "mcp_input"
 VIEW_QUERY = "mcp_task"
 #: ``type`` of the failure raised when a payload cannot be decrypted
-#: (``fastmcp_temporal.server.codec``): the task fails closed with its message.
+#: (``fastmcp_temporal.server.core.codec``): the task fails closed with its message.
 UNDECRYPTABLE_ERROR_TYPE = "McpPayloadUndecryptable"
 #: The largest argument, answer or result one task may carry (external storage
-#: holds it; ``fastmcp_temporal.server.payload_store``).
+#: holds it; ``fastmcp_temporal.server.payloads.payload_store``).
 DEFAULT_MAX_PAYLOAD_BYTES = 100 * 1024 * 1024
 
 #: Custom search attributes (Keyword), so operators can filter tasks in the Web

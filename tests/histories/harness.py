@@ -22,7 +22,7 @@ from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests.wire import RawMcp
 
 ANSWER_SCHEMA = {

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import WorkflowExecutionStatus
 
 from fastmcp_temporal import Steps, workflow_tool
-from fastmcp_temporal.server.starter import ToolOptions
+from fastmcp_temporal.server.tasks.starter import ToolOptions
 from tests.histories.agent import AskingAgent, FailingAgent, shout
 from tests.histories.harness import (
     Harness,

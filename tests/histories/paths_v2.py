@@ -22,8 +22,8 @@ from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
 
 from fastmcp_temporal import LegPolicy
-from fastmcp_temporal.server.codec import task_data_converter
-from fastmcp_temporal.server.starter import ToolOptions
+from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.tasks.starter import ToolOptions
 from tests.histories.harness import Drive, Harness, Run, TaskPath, new_queue, text, wid
 from tests.histories.paths import FIRST_GENERATION
 from tests.histories.replay import HISTORIES

@@ -14,7 +14,7 @@ import asyncio
 
 from fastmcp import Context
 
-from fastmcp_temporal.server.starter import ToolOptions
+from fastmcp_temporal.server.tasks.starter import ToolOptions
 from fastmcp_temporal.workflows.models import LegPolicy
 from tests.histories.harness import Harness, Run, TaskPath, text, wid
 from tests.histories.paths import local_leg

@@ -33,8 +33,8 @@ from temporalio.client import Client as TemporalClient
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from fastmcp_temporal import DevServer
-from fastmcp_temporal.server.codec import KEY_ENV, task_data_converter
-from fastmcp_temporal.server.connection import exit_now
+from fastmcp_temporal.server.core.codec import KEY_ENV, task_data_converter
+from fastmcp_temporal.server.temporal.connection import exit_now
 from tests.histories.catalog import PATHS
 from tests.histories.harness import Harness, TaskPath
 from tests.histories.paths import TEST_ENCRYPTION_KEY

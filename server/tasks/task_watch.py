@@ -45,10 +45,10 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.service import RPCError, RPCStatusCode
 
-from fastmcp_temporal.server import poll_interval
-from fastmcp_temporal.server.codec import PayloadDecryptionError
-from fastmcp_temporal.server.engine import TaskEngine, workflow_id_for
-from fastmcp_temporal.server.wire import TERMINAL_STATUSES, GetTaskResult
+from fastmcp_temporal.server.core.codec import PayloadDecryptionError
+from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
+from fastmcp_temporal.server.tasks import poll_interval
+from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
 from fastmcp_temporal.workflows.models import TaskView
 
 #: Upper bound of one long poll; the server answers earlier (empty) when its own window ends.

@@ -48,10 +48,10 @@ from mcp_types import (
 )
 from pydantic import BaseModel
 
-from fastmcp_temporal.server.creation import task_scope
-from fastmcp_temporal.server.engine import TaskEngine
-from fastmcp_temporal.server.task_watch import watch
-from fastmcp_temporal.server.wire import TERMINAL_STATUSES, GetTaskResult, missing_capability
+from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult, missing_capability
+from fastmcp_temporal.server.protocol.creation import task_scope
+from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.tasks.task_watch import watch
 
 #: How many tasks one listen stream may follow.
 MAX_TASKS_PER_STREAM = 100

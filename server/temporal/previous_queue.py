@@ -48,7 +48,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from fastmcp_temporal.server.visibility import list_query, quoted, workflow_type
+from fastmcp_temporal.server.core.visibility import list_query, quoted, workflow_type
 from fastmcp_temporal.workflows.models import TOOL_NAME_ATTRIBUTE
 
 logger = logging.getLogger(__name__)

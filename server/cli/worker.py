@@ -42,10 +42,11 @@ from fastmcp.utilities.mcp_server_config.v1.sources.filesystem import FileSystem
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 
 from fastmcp_temporal import _compat
-from fastmcp_temporal.server import connection, payload_store
-from fastmcp_temporal.server.connection import exit_now
 from fastmcp_temporal.server.extension import TemporalTasks
-from fastmcp_temporal.server.versioning import BEHAVIORS, WorkerVersioning
+from fastmcp_temporal.server.payloads import payload_store
+from fastmcp_temporal.server.temporal import connection
+from fastmcp_temporal.server.temporal.connection import exit_now
+from fastmcp_temporal.server.temporal.versioning import BEHAVIORS, WorkerVersioning
 
 logger = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.activities.stored_result import load_stored_result
-from fastmcp_temporal.server.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
-from fastmcp_temporal.server.wire import GetTaskResult, task_not_found
+from fastmcp_temporal.server.core.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
+from fastmcp_temporal.server.core.wire import GetTaskResult, task_not_found
 from fastmcp_temporal.workflows.leg_retry import failure_reason
 from fastmcp_temporal.workflows.models import BODY_PROGRESS_MEMO, TaskView
 from fastmcp_temporal.workflows.task_workflow import (

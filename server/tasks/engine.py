@@ -38,23 +38,23 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from fastmcp_temporal.server import poll_interval
-from fastmcp_temporal.server.client_values import unstorable_field, validation_problems
-from fastmcp_temporal.server.pending_input import (
-    StaleDescription,
-    unapplied_answers,
-    with_answers,
-)
-from fastmcp_temporal.server.scope import lookup_tags, scope_tag
-from fastmcp_temporal.server.starter import ToolOptions, WorkflowStarter
-from fastmcp_temporal.server.task_records import TaskDescription, TaskRecords
-from fastmcp_temporal.server.wire import (
+from fastmcp_temporal.server.core.scope import lookup_tags, scope_tag
+from fastmcp_temporal.server.core.wire import (
     CreateTaskResult,
     GetTaskResult,
     invalid_params,
     iso,
     task_not_found,
 )
+from fastmcp_temporal.server.tasks import poll_interval
+from fastmcp_temporal.server.tasks.client_values import unstorable_field, validation_problems
+from fastmcp_temporal.server.tasks.pending_input import (
+    StaleDescription,
+    unapplied_answers,
+    with_answers,
+)
+from fastmcp_temporal.server.tasks.starter import ToolOptions, WorkflowStarter
+from fastmcp_temporal.server.tasks.task_records import TaskDescription, TaskRecords
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     INPUT_SIGNAL,

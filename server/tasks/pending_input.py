@@ -27,8 +27,8 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import Client
 
-from fastmcp_temporal.server.codec import PayloadDecryptionError
-from fastmcp_temporal.server.task_records import TaskDescription
+from fastmcp_temporal.server.core.codec import PayloadDecryptionError
+from fastmcp_temporal.server.tasks.task_records import TaskDescription
 from fastmcp_temporal.workflows.models import INPUT_SIGNAL, InputDelivery, TaskView
 
 #: Events per page; the unapplied tail of a parked task is a handful of events.

@@ -37,10 +37,10 @@ from pydantic_core import to_jsonable_python
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.tool_leg import registered_component
-from fastmcp_temporal.server.engine import TaskEngine
-from fastmcp_temporal.server.scope import task_scope
-from fastmcp_temporal.server.wire import CreateTaskResult
-from fastmcp_temporal.server.workflow_tools import spec_for
+from fastmcp_temporal.server.core.scope import task_scope
+from fastmcp_temporal.server.core.wire import CreateTaskResult
+from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.temporal.workflow_tools import spec_for
 from fastmcp_temporal.workflows.models import CallerSnapshot, WorkflowBody
 
 #: Headers that carry credentials. The caller's token travels as the access

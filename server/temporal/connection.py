@@ -35,8 +35,8 @@ from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.service import TLSConfig
 
-from fastmcp_temporal.server import embedded
-from fastmcp_temporal.server.embedded import EmbeddedServer
+from fastmcp_temporal.server.embedded import shared
+from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 
 logger = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "default"
@@ -151,7 +151,7 @@ async def connect_or_join(
     """
     server: EmbeddedServer | None = None
     if settings.address is None:
-        lease = await embedded.join(data_dir, start=start, ui=ui, namespace=settings.namespace)
+        lease = await shared.join(data_dir, start=start, ui=ui, namespace=settings.namespace)
         stack.callback(lease.release)
         if start:  # a process that may start the server restarts it if its keeper dies
             watchdog = asyncio.create_task(lease.keep_alive(ui=ui, namespace=settings.namespace))

@@ -28,13 +28,13 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.converter import ExternalStorage
 
-from fastmcp_temporal.server.payload_store import (
+from fastmcp_temporal.server.payloads.payload_store import (
     UNSCOPED,
     PayloadStoreSettings,
     namespace_directory,
     owner_of,
 )
-from fastmcp_temporal.server.task_records import describe_raw
+from fastmcp_temporal.server.tasks.task_records import describe_raw
 
 logger = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from fastmcp_temporal.activities.tool_leg import ToolLegActivity
-from fastmcp_temporal.server.codec import task_data_converter
-from fastmcp_temporal.server.versioning import WorkerVersioning
+from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
 

@@ -25,7 +25,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
-from fastmcp_temporal.server import visibility
+from fastmcp_temporal.server.core import visibility
 from fastmcp_temporal.workflows.models import LegPolicy, TaskStart
 
 logger = logging.getLogger(__name__)

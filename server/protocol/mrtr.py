@@ -36,11 +36,11 @@ from fastmcp import Context
 from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from fastmcp_temporal.server.creation import create_task
-from fastmcp_temporal.server.engine import TaskEngine
-from fastmcp_temporal.server.scope import task_scope
-from fastmcp_temporal.server.task_watch import watch
-from fastmcp_temporal.server.wire import CreateTaskResult, GetTaskResult, invalid_params
+from fastmcp_temporal.server.core.scope import task_scope
+from fastmcp_temporal.server.core.wire import CreateTaskResult, GetTaskResult, invalid_params
+from fastmcp_temporal.server.protocol.creation import create_task
+from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.tasks.task_watch import watch
 
 _STATE_PREFIX = "fastmcp-temporal.mrtr:"
 _INPUT_REQUEST = TypeAdapter(mcp_types.InputRequest)

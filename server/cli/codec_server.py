@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from temporalio.api.common.v1 import Payload, Payloads
 
-from fastmcp_temporal.server.codec import KEY_ENV, AesGcmCodec, PayloadDecryptionError
+from fastmcp_temporal.server.core.codec import KEY_ENV, AesGcmCodec, PayloadDecryptionError
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 from temporalio.client import Client
 
-from fastmcp_temporal.server.visibility import SEARCH_ATTRIBUTE_SPECS
+from fastmcp_temporal.server.core.visibility import SEARCH_ATTRIBUTE_SPECS
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ How it is shared, with nothing but files in the data directory:
 - ``embedded.json``: the address record (gRPC address, Web UI URL, PIDs),
   written by the keeper once the server answers.
 
-The first joiner starts the *keeper* (``fastmcp_temporal.server.keeper``), a
+The first joiner starts the *keeper* (``fastmcp_temporal.server.embedded.keeper``), a
 small process in its own session that owns the ``temporal`` process (which the
 kernel SIGTERMs if the keeper dies) and stops it when it can take the users
 file exclusively, i.e. when the last user is gone, after a short linger so a
@@ -45,14 +45,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from fastmcp_temporal.server import keeper as keeper_script
-from fastmcp_temporal.server.devserver import (
+from fastmcp_temporal.server.embedded import keeper as keeper_script
+from fastmcp_temporal.server.embedded.devserver import (
     DEFAULT_DATA_DIR,
     free_port,
     start_dev_command,
     temporal_binary,
 )
-from fastmcp_temporal.server.keeper import KEEPER_LOCK, RECORD, TEMPORAL_LOG, USERS_LOCK
+from fastmcp_temporal.server.embedded.keeper import KEEPER_LOCK, RECORD, TEMPORAL_LOG, USERS_LOCK
 
 logger = logging.getLogger(__name__)
 

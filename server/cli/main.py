@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 
 from temporalio.exceptions import ApplicationError
 
-from fastmcp_temporal.server import codec_server, operations, worker
-from fastmcp_temporal.server.connection import TemporalUnreachable, exit_now
-from fastmcp_temporal.server.embedded import NoEmbeddedServer
+from fastmcp_temporal.server.cli import codec_server, operations, worker
+from fastmcp_temporal.server.embedded.shared import NoEmbeddedServer
+from fastmcp_temporal.server.temporal.connection import TemporalUnreachable, exit_now
 
 Handler = Callable[[argparse.Namespace], int]
 DEBUG_ENV = "FASTMCP_TEMPORAL_DEBUG"

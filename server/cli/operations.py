@@ -33,12 +33,14 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from fastmcp_temporal.server import connection, payload_store, visibility
-from fastmcp_temporal.server.codec import task_data_converter
-from fastmcp_temporal.server.connection import exit_now
-from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR
-from fastmcp_temporal.server.engine import TaskEngine, workflow_id_for
-from fastmcp_temporal.server.payload_store import PayloadStoreSettings
+from fastmcp_temporal.server.core import visibility
+from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.embedded.devserver import DEFAULT_DATA_DIR
+from fastmcp_temporal.server.payloads import payload_store
+from fastmcp_temporal.server.payloads.payload_store import PayloadStoreSettings
+from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.temporal import connection
+from fastmcp_temporal.server.temporal.connection import exit_now
 from fastmcp_temporal.workflows.models import (
     TASK_STATUS_ATTRIBUTE,
     TOOL_NAME_ATTRIBUTE,

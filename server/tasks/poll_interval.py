@@ -27,7 +27,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from fastmcp_temporal.server.wire import TERMINAL_STATUSES, CreateTaskResult, GetTaskResult
+from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, CreateTaskResult, GetTaskResult
 
 #: The first interval of every task; never above the tool's own interval.
 FLOOR_MS = 200

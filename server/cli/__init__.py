@@ -1,0 +1,1 @@
+"""The ``fastmcp-temporal`` command (``main``) and one module per subcommand."""
