@@ -11,6 +11,7 @@ Clients: ``fastmcp_temporal.client`` (``TasksClientExtension``, ``call_tool_task
 
 from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.client import TasksClientExtension, ToolTask, call_tool_task
+from fastmcp_temporal.server.core.settings import TemporalTasksSettings
 from fastmcp_temporal.server.embedded.devserver import DevServer
 from fastmcp_temporal.server.extension import TemporalTasks
 from fastmcp_temporal.server.temporal.plugin import McpTasksPlugin
@@ -25,6 +26,7 @@ __all__ = [
     "Steps",
     "TasksClientExtension",
     "TemporalTasks",
+    "TemporalTasksSettings",
     "ToolTask",
     "WorkerVersioning",
     "call_tool_task",

@@ -44,6 +44,7 @@ import pytest_asyncio
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from fastmcp_temporal.server.core.settings import env_var, load_settings
 from fastmcp_temporal.server.embedded import shared
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.extension import TemporalTasks
@@ -51,7 +52,7 @@ from fastmcp_temporal.server.extension import TemporalTasks
 __all__ = ["EmbeddedServer", "shared_temporal"]
 
 #: Put the session's Temporal in this directory instead of pytest's temp directory.
-DATA_DIR_ENV = "FASTMCP_TEMPORAL_TEST_DATA_DIR"
+DATA_DIR_ENV = env_var("test_data_dir")
 
 
 @asynccontextmanager
@@ -68,9 +69,9 @@ async def shared_temporal(
 
 def session_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One directory per test run, the same for every ``pytest-xdist`` worker of it."""
-    configured = os.environ.get(DATA_DIR_ENV)
-    if configured:
-        return Path(configured)
+    configured = load_settings().test_data_dir
+    if configured is not None:
+        return configured
     base = tmp_path_factory.getbasetemp()
     run_dir = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     return run_dir / "fastmcp-temporal"

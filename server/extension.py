@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import os
 import re
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -59,13 +58,13 @@ from fastmcp_temporal.activities.progress import (
 from fastmcp_temporal.server.core import scope
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.scope import task_scope
+from fastmcp_temporal.server.core.settings import load_settings
 from fastmcp_temporal.server.core.wire import (
     AckResult,
     GetTaskResult,
     TaskIdParams,
     UpdateTaskParams,
 )
-from fastmcp_temporal.server.embedded.devserver import DEFAULT_DATA_DIR
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.payloads.payload_store import (
     PayloadStoreSettings,
@@ -97,7 +96,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TTL_MS = 900_000
 DEFAULT_TASK_QUEUE = "mcp-tasks"
-RUN_WORKER_ENV = "FASTMCP_TEMPORAL_RUN_WORKER"
 _TASK_METHOD_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS)
 
 
@@ -204,7 +202,7 @@ class TemporalTasks(ServerExtension):
         self._task_queue = task_queue
         self._ttl_ms = ttl_ms
         if run_worker is None:
-            run_worker = os.environ.get(RUN_WORKER_ENV, "").lower() not in ("false", "0", "no")
+            run_worker = load_settings().run_worker
         self._run_worker = run_worker
         self._worker_only = False
         self._tools = dict(tools or {})
@@ -336,7 +334,7 @@ class TemporalTasks(ServerExtension):
     async def _running(self) -> AsyncGenerator[None, None]:
         async with contextlib.AsyncExitStack() as stack:
             payloads = PayloadStoreSettings.resolve(
-                data_dir=self._data_dir or DEFAULT_DATA_DIR, **self._payload_options
+                data_dir=self._data_dir or load_settings().data_dir, **self._payload_options
             )
             storage = await payloads.open(stack)
             if self._client is not None:

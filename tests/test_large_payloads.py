@@ -270,7 +270,7 @@ def test_store_settings_come_from_arguments_then_the_environment(
     explicit = PayloadStoreSettings.resolve("s3://bucket", data_dir=tmp_path, max_payload_bytes=7)
     assert (explicit.disk_root, explicit.max_payload_bytes) == (None, 7)
     monkeypatch.setenv("FASTMCP_TEMPORAL_PAYLOAD_THRESHOLD", "lots")
-    with pytest.raises(ValueError, match="must be a number of bytes"):
+    with pytest.raises(ValueError, match="FASTMCP_TEMPORAL_PAYLOAD_THRESHOLD='lots'"):
         PayloadStoreSettings.resolve(None, data_dir=tmp_path)
 
 

@@ -316,15 +316,18 @@ async def test_without_a_version_nothing_changes(
     assert await version_of(handle) == (VersioningBehavior.UNSPECIFIED, "")
 
 
-def test_the_version_comes_from_arguments_then_the_environment() -> None:
-    environ = {DEPLOYMENT_NAME_ENV: "mcp", BUILD_ID_ENV: "sha1"}
-    assert WorkerVersioning.resolve(environ={}) is None
-    assert WorkerVersioning.resolve(environ=environ) == WorkerVersioning("mcp", "sha1")
-    assert WorkerVersioning.resolve(build_id="sha2", environ=environ) == WorkerVersioning(
-        "mcp", "sha2"
-    )
+def test_the_version_comes_from_arguments_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(DEPLOYMENT_NAME_ENV, raising=False)
+    monkeypatch.delenv(BUILD_ID_ENV, raising=False)
+    assert WorkerVersioning.resolve() is None
+    monkeypatch.setenv(BUILD_ID_ENV, "sha1")
     with pytest.raises(ValueError, match="both a deployment name and a build id"):
-        WorkerVersioning.resolve(environ={BUILD_ID_ENV: "sha1"})
+        WorkerVersioning.resolve()
+    monkeypatch.setenv(DEPLOYMENT_NAME_ENV, "mcp")
+    assert WorkerVersioning.resolve() == WorkerVersioning("mcp", "sha1")
+    assert WorkerVersioning.resolve(build_id="sha2") == WorkerVersioning("mcp", "sha2")
     with pytest.raises(ValueError, match=r"without '\.'"):
         WorkerVersioning("mcp.tasks", "sha1")
     with pytest.raises(ValueError, match="PINNED or AUTO_UPGRADE"):

@@ -33,12 +33,13 @@ from starlette.routing import Route
 from temporalio.api.common.v1 import Payload, Payloads
 
 from fastmcp_temporal.server.core.codec import KEY_ENV, AesGcmCodec, PayloadDecryptionError
+from fastmcp_temporal.server.core.settings import env_var, load_settings, revealed
 
 logger = logging.getLogger(__name__)
 
 #: The Web UI of ``temporal server start-dev`` (its default UI port, both host spellings).
 DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
-TOKEN_ENV = "FASTMCP_TEMPORAL_CODEC_TOKEN"
+TOKEN_ENV = env_var("codec_token")
 DEFAULT_PORT = 8081
 
 
@@ -121,7 +122,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--key", help="the key configuration (visible to `ps`: prefer --env)", default=None
     )
     parser.add_argument(
-        "--env", default=KEY_ENV, help=f"variable holding the key configuration ({KEY_ENV})"
+        "--env", default=None, help=f"variable holding the key configuration (default {KEY_ENV})"
     )
     parser.add_argument(
         "--allow-origin",
@@ -131,7 +132,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument(
         "--token",
-        default=os.environ.get(TOKEN_ENV),
+        default=None,
         help=f"require 'Authorization: Bearer <token>' (default ${TOKEN_ENV})",
     )
     parser.set_defaults(handler=_serve)
@@ -140,14 +141,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    spec = args.key if args.key is not None else os.environ.get(args.env)
+    spec = key_spec(args)
     if not spec:
-        raise SystemExit(f"codec-server: no key; pass --key or set ${args.env}")
+        raise SystemExit(f"codec-server: no key; pass --key or set ${args.env or KEY_ENV}")
     try:
         codec = AesGcmCodec.from_spec(spec)
     except ValueError as err:
         raise SystemExit(f"codec-server: {err}") from None
-    app = create_app(codec, allow_origins=args.allow_origins or DEFAULT_ORIGINS, token=args.token)
+    origins = args.allow_origins or DEFAULT_ORIGINS
+    app = create_app(codec, allow_origins=origins, token=bearer_token(args))
     logger.warning(
         "codec server on http://%s:%d (keys %s; active %r)",
         args.host,
@@ -157,3 +159,17 @@ def _serve(args: argparse.Namespace) -> int:
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
+
+
+def key_spec(args: argparse.Namespace) -> str | None:
+    """``--key``, else the variable ``--env`` names, else ``FASTMCP_TEMPORAL_ENCRYPTION_KEY``."""
+    if args.key is not None:
+        return args.key
+    if args.env is not None:
+        return os.environ.get(args.env)
+    return revealed(load_settings().encryption_key)
+
+
+def bearer_token(args: argparse.Namespace) -> str | None:
+    """``--token``, else ``FASTMCP_TEMPORAL_CODEC_TOKEN``."""
+    return args.token if args.token is not None else revealed(load_settings().codec_token)

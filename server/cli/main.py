@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from temporalio.exceptions import ApplicationError
 
 from fastmcp_temporal.server.cli import codec_server, operations, worker
+from fastmcp_temporal.server.core.settings import SettingsError, load_settings
 from fastmcp_temporal.server.embedded.shared import NoEmbeddedServer
 from fastmcp_temporal.server.temporal.connection import TemporalUnreachable, exit_now
 
 Handler = Callable[[argparse.Namespace], int]
-DEBUG_ENV = "FASTMCP_TEMPORAL_DEBUG"
 #: Errors whose message says it all (no type name in front).
 _SELF_EXPLAINING = (NoEmbeddedServer, TemporalUnreachable, ApplicationError, ValueError)
 
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return _fail(args, "output closed early (broken pipe)")
     except Exception as err:
-        if os.environ.get(DEBUG_ENV):
+        if _debugging():
             raise
         return _fail(args, one_line(err))
 
@@ -66,6 +66,14 @@ def one_line(err: BaseException) -> str:
         err = err.exceptions[0]
     text = " ".join(str(err).split()) or type(err).__name__
     return text if isinstance(err, _SELF_EXPLAINING) else f"{type(err).__name__}: {text}"
+
+
+def _debugging() -> bool:
+    """``FASTMCP_TEMPORAL_DEBUG``; a bad setting (maybe the error at hand) is no debugging."""
+    try:
+        return load_settings().debug
+    except SettingsError:
+        return False
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:

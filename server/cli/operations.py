@@ -35,7 +35,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.core import visibility
 from fastmcp_temporal.server.core.codec import task_data_converter
-from fastmcp_temporal.server.embedded.devserver import DEFAULT_DATA_DIR
+from fastmcp_temporal.server.core.settings import load_settings
 from fastmcp_temporal.server.payloads import payload_store
 from fastmcp_temporal.server.payloads.payload_store import PayloadStoreSettings
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
@@ -213,7 +213,7 @@ def _run(args: argparse.Namespace) -> int:
 async def _main(args: argparse.Namespace) -> int:
     async with contextlib.AsyncExitStack() as stack:
         payloads = PayloadStoreSettings.resolve(
-            args.payload_store, data_dir=Path(args.data_dir or DEFAULT_DATA_DIR)
+            args.payload_store, data_dir=Path(args.data_dir or load_settings().data_dir)
         )
         storage = await payloads.open(stack)
         client, _ = await connection.connect_or_join(

@@ -1,6 +1,7 @@
 """The shared vocabulary every part below the extension speaks.
 
 The wire shapes of SEP-2663 (``wire``), whose task it is (``scope``), how a task looks
-in Temporal (``visibility``) and how its payloads are sealed (``codec``). It imports
-no other part of ``server/``; every part may import it.
+in Temporal (``visibility``), how its payloads are sealed (``codec``), and every
+environment variable read (``settings``). It imports no other part of ``server/``;
+every part may import it.
 """

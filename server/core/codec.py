@@ -58,12 +58,13 @@ from temporalio.converter import (
 )
 from temporalio.exceptions import ApplicationError
 
+from fastmcp_temporal.server.core.settings import env_var, load_settings, revealed
 from fastmcp_temporal.workflows.models import UNDECRYPTABLE_ERROR_TYPE
 
 logger = logging.getLogger(__name__)
 
 #: Where the key configuration is read from when none is passed explicitly.
-KEY_ENV = "FASTMCP_TEMPORAL_ENCRYPTION_KEY"
+KEY_ENV = env_var("encryption_key")
 #: The id a key listed without one gets (``"k2:<new>,default:<old>"`` rotates it).
 DEFAULT_KEY_ID = "default"
 ENCODING = b"binary/encrypted"
@@ -248,10 +249,11 @@ def codec_from_config(encryption_key: str | None = None) -> AesGcmCodec:
     an encrypted payload, so a process that was not given the key fails such a
     task with a clear error instead of choking on ``binary/encrypted`` forever.
     """
-    spec = encryption_key if encryption_key is not None else os.environ.get(KEY_ENV)
-    if spec is None or not spec.strip():
+    if encryption_key is None:
+        encryption_key = revealed(load_settings().encryption_key)
+    if encryption_key is None or not encryption_key.strip():
         return AesGcmCodec({}, None)
-    return AesGcmCodec.from_spec(spec)
+    return AesGcmCodec.from_spec(encryption_key)
 
 
 def task_data_converter(

@@ -38,9 +38,11 @@ from pathlib import Path
 from fastmcp.server.dependencies import get_access_token
 from mcp.server.auth.provider import principal_components
 
+from fastmcp_temporal.server.core.settings import env_var, load_settings
+
 logger = logging.getLogger(__name__)
 
-SCOPE_SECRET_ENV = "FASTMCP_TEMPORAL_SCOPE_SECRET"
+SCOPE_SECRET_ENV = env_var("scope_secret")
 SECRET_FILE_NAME = "scope-secret"
 ANONYMOUS_TAG = "anon"
 #: Shorter secrets are guessable offline from one known (scope, tag) pair.
@@ -107,9 +109,9 @@ def configured_secret(explicit: str | None) -> bytes | None:
     """The secret from the argument, else from ``FASTMCP_TEMPORAL_SCOPE_SECRET``."""
     if explicit is not None:
         return parse_secret(explicit, origin="scope_secret")
-    from_env = os.environ.get(SCOPE_SECRET_ENV)
-    if from_env:
-        return parse_secret(from_env, origin=SCOPE_SECRET_ENV)
+    from_env = load_settings().scope_secret
+    if from_env is not None:
+        return parse_secret(from_env.get_secret_value(), origin=SCOPE_SECRET_ENV)
     return None
 
 

@@ -30,11 +30,11 @@ from pathlib import Path
 import httpx
 from temporalio.client import Client
 
+from fastmcp_temporal.server.core.settings import load_settings
 from fastmcp_temporal.server.core.visibility import SEARCH_ATTRIBUTE_SPECS
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_DATA_DIR = Path(os.environ.get("FASTMCP_TEMPORAL_DATA_DIR", ".fastmcp-temporal"))
 _SQLITE_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
 
 
@@ -118,7 +118,7 @@ class DevServer:
         startup_timeout_s: float = 30.0,
         search_attributes: bool = True,
     ) -> DevServer:
-        directory = (data_dir or DEFAULT_DATA_DIR).resolve()
+        directory = (data_dir or load_settings().data_dir).resolve()
         directory.mkdir(parents=True, exist_ok=True)
         port = port or free_port()
         ui_port = (ui_port or free_port()) if ui else None

@@ -36,7 +36,6 @@ import contextlib
 import fcntl
 import json
 import logging
-import os
 import socket
 import subprocess
 import sys
@@ -45,9 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from fastmcp_temporal.server.core.settings import env_var, load_settings
 from fastmcp_temporal.server.embedded import keeper as keeper_script
 from fastmcp_temporal.server.embedded.devserver import (
-    DEFAULT_DATA_DIR,
     free_port,
     start_dev_command,
     temporal_binary,
@@ -56,8 +55,7 @@ from fastmcp_temporal.server.embedded.keeper import KEEPER_LOCK, RECORD, TEMPORA
 
 logger = logging.getLogger(__name__)
 
-LINGER_ENV = "FASTMCP_TEMPORAL_EMBEDDED_LINGER"
-DEFAULT_LINGER_S = 3.0
+LINGER_ENV = env_var("embedded_linger")
 KEEPER_LOG = "embedded-keeper.log"
 CONVENTIONAL_GRPC_PORT = 7233
 CONVENTIONAL_UI_PORT = 8233
@@ -154,7 +152,7 @@ class EmbeddedLease:
 
 
 def data_directory(data_dir: str | Path | None) -> Path:
-    return Path(data_dir or DEFAULT_DATA_DIR).resolve()
+    return Path(data_dir or load_settings().data_dir).resolve()
 
 
 async def join(
@@ -220,11 +218,7 @@ def keeper_alive(directory: Path) -> bool:
 
 def linger_s() -> float:
     """How long the keeper keeps an unused server (``FASTMCP_TEMPORAL_EMBEDDED_LINGER``)."""
-    raw = os.environ.get(LINGER_ENV)
-    try:
-        return max(0.0, float(raw)) if raw else DEFAULT_LINGER_S
-    except ValueError:
-        raise ValueError(f"{LINGER_ENV} must be a number of seconds, got {raw!r}") from None
+    return load_settings().embedded_linger
 
 
 async def _flock(file: IO[bytes], operation: int) -> None:

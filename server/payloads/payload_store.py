@@ -58,15 +58,16 @@ from temporalio.converter import (
     StorageDriverWorkflowInfo,
 )
 
+from fastmcp_temporal.server.core.settings import (
+    DEFAULT_PAYLOAD_THRESHOLD,
+    env_var,
+    load_settings,
+)
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
 
 logger = logging.getLogger(__name__)
 
-STORE_ENV = "FASTMCP_TEMPORAL_PAYLOAD_STORE"
-THRESHOLD_ENV = "FASTMCP_TEMPORAL_PAYLOAD_THRESHOLD"
-MAX_BYTES_ENV = "FASTMCP_TEMPORAL_MAX_PAYLOAD_BYTES"
-#: Payloads at least this big leave the history (``bench/payload_threshold.py``).
-DEFAULT_THRESHOLD = 256 * 1024
+STORE_ENV = env_var("payload_store")
 #: What the codec and the payload envelope add around a value we measured.
 _ENVELOPE_MARGIN = 1024 * 1024
 #: The directory of blobs stored without a workflow (no task owns them).
@@ -205,7 +206,7 @@ class PayloadStoreSettings:
     """Where big payloads go and how big they may be; ``resolve`` reads the environment."""
 
     store: str | StorageDriver
-    threshold: int = DEFAULT_THRESHOLD
+    threshold: int = DEFAULT_PAYLOAD_THRESHOLD
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
     #: Nothing chose the store: it is the data directory's ``payloads/`` on local disk.
     defaulted: bool = False
@@ -220,17 +221,14 @@ class PayloadStoreSettings:
         max_payload_bytes: int | None = None,
     ) -> PayloadStoreSettings:
         """Arguments first, then ``$FASTMCP_TEMPORAL_PAYLOAD_*``, then the defaults."""
-        chosen = store if store is not None else os.environ.get(STORE_ENV) or None
+        configured = load_settings()
+        chosen = store if store is not None else configured.payload_store
         settings = cls(
             store=chosen if chosen is not None else str(data_dir / "payloads"),
             defaulted=chosen is None,
-            threshold=threshold
-            if threshold is not None
-            else _env_int(THRESHOLD_ENV, DEFAULT_THRESHOLD),
+            threshold=configured.payload_threshold if threshold is None else threshold,
             max_payload_bytes=(
-                max_payload_bytes
-                if max_payload_bytes is not None
-                else _env_int(MAX_BYTES_ENV, DEFAULT_MAX_PAYLOAD_BYTES)
+                configured.max_payload_bytes if max_payload_bytes is None else max_payload_bytes
             ),
         )
         if settings.threshold < 0 or settings.max_payload_bytes <= 0:
@@ -271,16 +269,6 @@ class PayloadStoreSettings:
             assert root is not None
             driver = DiskStorageDriver(root, max_payload_size=driver_limit)
         return ExternalStorage(drivers=[driver], payload_size_threshold=self.threshold)
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"${name} must be a number of bytes, not {raw!r}") from None
 
 
 async def _open_s3(url: str, stack: contextlib.AsyncExitStack, limit: int) -> StorageDriver:

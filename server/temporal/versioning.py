@@ -29,16 +29,17 @@ made current, which must therefore replay their histories.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import WorkerDeploymentConfig
 
+from fastmcp_temporal.server.core.settings import env_var, load_settings
+
 #: The names the Temporal Worker Controller injects into versioned worker pods.
-DEPLOYMENT_NAME_ENV = "TEMPORAL_DEPLOYMENT_NAME"
-BUILD_ID_ENV = "TEMPORAL_WORKER_BUILD_ID"
+DEPLOYMENT_NAME_ENV = env_var("deployment_name")
+BUILD_ID_ENV = env_var("worker_build_id")
 
 #: The command-line spellings of the two behaviours a task workflow may have.
 BEHAVIORS: Mapping[str, VersioningBehavior] = {
@@ -103,15 +104,15 @@ class WorkerVersioning:
         deployment_name: str | None = None,
         build_id: str | None = None,
         default_behavior: VersioningBehavior = VersioningBehavior.PINNED,
-        environ: Mapping[str, str] = os.environ,
     ) -> WorkerVersioning | None:
         """Arguments first, then ``TEMPORAL_DEPLOYMENT_NAME`` / ``TEMPORAL_WORKER_BUILD_ID``.
 
         Neither set: ``None`` (unversioned). Only one of them: an error, since a
         half-configured fleet would silently run unversioned.
         """
-        deployment_name = deployment_name or environ.get(DEPLOYMENT_NAME_ENV) or None
-        build_id = build_id or environ.get(BUILD_ID_ENV) or None
+        configured = load_settings()
+        deployment_name = deployment_name or configured.deployment_name
+        build_id = build_id or configured.worker_build_id
         if deployment_name is None and build_id is None:
             return None
         if deployment_name is None or build_id is None:

@@ -1,0 +1,221 @@
+"""Every environment variable fastmcp-temporal reads, in one model.
+
+```python
+from fastmcp_temporal import TemporalTasksSettings
+
+TemporalTasksSettings().data_dir        # $FASTMCP_TEMPORAL_DATA_DIR, else .fastmcp-temporal
+```
+
+Each part reads the environment through ``load_settings()`` when it needs a
+value, never at import, so a variable set after ``import fastmcp_temporal``
+(a test's ``monkeypatch``, a launcher) still counts. Arguments win: what
+``TemporalTasks(...)`` or a ``fastmcp-temporal`` option is given overrides the
+variable here, field by field, in the part that takes it. A value that does not
+parse fails at once with the variable's name, not somewhere later.
+
+Where Temporal is (``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
+``TEMPORAL_API_KEY``, TLS, ``temporal.toml`` profiles) is not here:
+``temporalio.envconfig`` reads those the way every Temporal SDK and the
+``temporal`` CLI do (see ``temporal.connection``).
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_core import ErrorDetails
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
+
+PREFIX = "FASTMCP_TEMPORAL_"
+#: Payloads at least this big leave the history for the store (``bench/payload_threshold.py``).
+DEFAULT_PAYLOAD_THRESHOLD = 256 * 1024
+#: How long the keeper keeps an embedded Temporal nobody uses any more (a restart rejoins it).
+DEFAULT_EMBEDDED_LINGER_S = 3.0
+
+
+class TemporalTasksSettings(BaseSettings):
+    """fastmcp-temporal's configuration from ``FASTMCP_TEMPORAL_*`` environment variables."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=PREFIX,
+        # An empty variable is an unset one, as the hand-read variables always were.
+        env_ignore_empty=True,
+        extra="ignore",
+        frozen=True,
+    )
+
+    run_worker: Annotated[
+        bool,
+        Field(
+            description="Run a worker in the MCP server's process. `false` makes the server a "
+            "stateless front end that only starts and reads tasks; `fastmcp-temporal worker` "
+            "processes then run the legs. `TemporalTasks(run_worker=...)` overrides it."
+        ),
+    ] = True
+    data_dir: Annotated[
+        Path,
+        Field(
+            description="Directory of the embedded Temporal (its SQLite database, keeper, scope "
+            "secret) and of the default payload store. Used when no Temporal address is "
+            "configured. `TemporalTasks(data_dir=...)` and `--data-dir` override it."
+        ),
+    ] = Path(".fastmcp-temporal")
+    encryption_key: Annotated[
+        SecretStr | None,
+        Field(
+            description="AES-GCM keys that seal every payload a task writes to Temporal: one "
+            "key (base64 or hex of 32 bytes) or `id:key,id2:key2`, where the first encrypts and "
+            "every listed key decrypts. Unset: payloads are written in clear (an encrypted one "
+            "is refused). `TemporalTasks(encryption_key=...)` overrides it."
+        ),
+    ] = None
+    scope_secret: Annotated[
+        SecretStr | None,
+        Field(
+            description="Secret (at least 16 bytes; the same on every front end) that keys the "
+            "caller's tag in workflow ids, so nobody finds a user's tasks in Temporal from their "
+            "client id and subject. Unset: the embedded server's own generated secret, or with "
+            "an address an unkeyed tag (a server with auth warns). "
+            "`TemporalTasks(scope_secret=...)` overrides it."
+        ),
+    ] = None
+    payload_store: Annotated[
+        str | None,
+        Field(
+            description="Where payloads past the threshold go: a directory, `file://...` or "
+            "`s3://<bucket>[/prefix]` (the `s3` extra). Unset: `<data dir>/payloads` on local "
+            "disk. `TemporalTasks(payload_store=...)` and `--payload-store` override it."
+        ),
+    ] = None
+    payload_threshold: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="Size in bytes from which a payload goes to the payload store instead "
+            "of into Temporal's history. `TemporalTasks(payload_threshold=...)` overrides it.",
+        ),
+    ] = DEFAULT_PAYLOAD_THRESHOLD
+    max_payload_bytes: Annotated[
+        int,
+        Field(
+            gt=0,
+            description="Largest argument, answer or result in bytes: a bigger argument or "
+            "answer is refused (`-32602`), a bigger result fails its task. "
+            "`TemporalTasks(max_payload_bytes=...)` overrides it.",
+        ),
+    ] = DEFAULT_MAX_PAYLOAD_BYTES
+    embedded_linger: Annotated[
+        float,
+        Field(
+            ge=0,
+            description="Seconds the embedded Temporal keeps running after its last user "
+            "left, so a quick restart joins it instead of starting a new one; `0` stops it at "
+            "once.",
+        ),
+    ] = DEFAULT_EMBEDDED_LINGER_S
+    codec_token: Annotated[
+        SecretStr | None,
+        Field(
+            description="Bearer token `fastmcp-temporal codec-server` requires on every "
+            "request. Unset: no token is asked for. `--token` overrides it."
+        ),
+    ] = None
+    debug: Annotated[
+        bool,
+        Field(
+            description="`fastmcp-temporal` re-raises an error with its traceback instead of "
+            "printing one line, for bug reports."
+        ),
+    ] = False
+    test_data_dir: Annotated[
+        Path | None,
+        Field(
+            description="Data directory of the Temporal the pytest plugin "
+            "(`fastmcp_temporal.testing`) starts for a test session. Unset: a fresh temporary "
+            "directory."
+        ),
+    ] = None
+    deployment_name: Annotated[
+        str | None,
+        Field(
+            validation_alias="TEMPORAL_DEPLOYMENT_NAME",
+            description="Worker Deployment of this process's worker, as the Temporal Worker "
+            "Controller sets it (with `TEMPORAL_WORKER_BUILD_ID`). Unset with the build id: the "
+            "worker is unversioned. `TemporalTasks(versioning=...)` and `--deployment-name` "
+            "override it.",
+        ),
+    ] = None
+    worker_build_id: Annotated[
+        str | None,
+        Field(
+            validation_alias="TEMPORAL_WORKER_BUILD_ID",
+            description="Build id of this process's worker within its Worker Deployment, as the "
+            "Temporal Worker Controller sets it. `--build-id` overrides it.",
+        ),
+    ] = None
+
+
+def env_var(field: str) -> str:
+    """The environment variable that sets ``field``."""
+    alias = TemporalTasksSettings.model_fields[field].validation_alias
+    return alias if isinstance(alias, str) else PREFIX + field.upper()
+
+
+def revealed(secret: SecretStr | None) -> str | None:
+    """A secret setting's value, for the one call that needs it in clear."""
+    return secret.get_secret_value() if secret is not None else None
+
+
+class SettingsError(ValueError):
+    """An environment variable whose value does not parse; the message names the variable."""
+
+
+def load_settings() -> TemporalTasksSettings:
+    """The environment as it is now; a bad value is a ``SettingsError`` naming its variable."""
+    try:
+        return TemporalTasksSettings()
+    except ValidationError as err:
+        raise SettingsError("; ".join(map(_problem, err.errors()))) from None
+
+
+def _problem(error: ErrorDetails) -> str:
+    """``FASTMCP_TEMPORAL_X='abc': Input should be ...`` (a secret's value is not shown)."""
+    where = str(error["loc"][0]) if error["loc"] else ""
+    field = TemporalTasksSettings.model_fields.get(where)
+    if field is None:  # an aliased field's location is its variable already
+        return f"{where}: {error['msg']}"
+    shown = "" if _type_name(field.annotation).startswith("secret") else f"={error['input']!r}"
+    return f"{env_var(where)}{shown}: {error['msg']}"
+
+
+def settings_reference_markdown() -> str:
+    """Every setting as a Markdown table: variable, type, default, description."""
+    rows = [
+        "| Environment variable | Type | Default | Description |",
+        "|---|---|---|---|",
+    ]
+    for name, field in TemporalTasksSettings.model_fields.items():
+        default = "unset" if field.default is None else f"`{_shown(field.default)}`"
+        description = (field.description or "").replace("|", "\\|")
+        kind = _type_name(field.annotation)
+        rows.append(f"| `{env_var(name)}` | {kind} | {default} | {description} |")
+    return "\n".join(rows) + "\n"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _type_name(annotation: Any) -> str:
+    """``SecretStr | None`` -> ``secret``: the type as an operator writes the value."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(annotation) if a is not type(None))
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", Path: "path"}
+    return names.get(annotation, "secret" if annotation is SecretStr else str(annotation))
