@@ -48,8 +48,8 @@ from mcp_types import (
 )
 from pydantic import BaseModel
 
+from fastmcp_temporal.server.core.scope import task_scope
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult, missing_capability
-from fastmcp_temporal.server.protocol.creation import task_scope
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.task_watch import watch
 
