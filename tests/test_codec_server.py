@@ -205,7 +205,7 @@ async def test_a_dev_server_ui_points_at_the_codec_endpoint(tmp_path: Any) -> No
 async def test_the_command_serves_with_the_key_from_the_environment() -> None:
     """``fastmcp-temporal codec-server`` as operators start it: a real process."""
     port = free_port()
-    command = [sys.executable, "-m", "fastmcp_temporal.server.cli.main", "codec-server"]
+    command = [sys.executable, "-m", "fastmcp_temporal.server.cli", "codec-server"]
     process = await asyncio.create_subprocess_exec(
         *command,
         "--port",
