@@ -4,4 +4,5 @@ import sys
 
 from fastmcp_temporal.server.cli.main import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing it (as install-check does) runs nothing
+    sys.exit(main())
