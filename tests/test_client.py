@@ -141,18 +141,19 @@ async def test_result_answers_input_with_the_clients_elicitation_handler(
     assert seen == ["Sure?"]
 
 
-async def test_a_client_without_an_elicitation_handler_learns_why_at_once(
+async def test_a_client_without_an_elicitation_handler_learns_why_and_the_task_waits(
     temporal_tasks: BuildTasks,
 ) -> None:
-    """No handler, so no ``elicitation`` capability: the task fails instead of parking."""
+    """No handler, so no ``elicitation`` capability: the drive stops, the task stays parked."""
     mcp, _ = _server(temporal_tasks)
     async with Client(mcp, extensions=[TasksClientExtension()]) as client:
         task = await call_tool_task(client, "confirm", {})
-        with pytest.raises(ToolError, match="Missing required client capability"):
+        with pytest.raises(ToolError, match="no elicitation handler"):
             await task.result(timeout=30)
-        final = await task.status()
-        assert final.status == "failed" and final.error is not None
-        assert final.error["code"] == -32021
+        parked = await task.status()
+        assert parked.status == "input_required" and parked.status_message is not None
+        assert "(elicitation)" in parked.status_message
+        await task.cancel()
 
 
 async def test_a_call_the_server_does_not_task_is_an_error(temporal_tasks: BuildTasks) -> None:
