@@ -34,6 +34,7 @@ Scenario = Callable[[Extension], Awaitable[list[Any]]]
 _UNSTABLE = frozenset({"createdAt", "lastUpdatedAt", "pollIntervalMs"})
 #: The transport stamps every answer with the server's name and version.
 _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+TERMINAL = ("completed", "failed", "cancelled")
 #: An upper bound for a task to reach a state in-process (a hang, not a speed check).
 REACH_WITHIN_S = 30.0
 
@@ -135,3 +136,23 @@ def _rename(value: Any, names: dict[str, str]) -> Any:
     if isinstance(value, str):
         return _TASK_ID_IN_TEXT.sub(lambda m: names.get(m.group(0), m.group(0)), value)
     return value
+
+
+def parked_key(state: dict[str, Any]) -> str:
+    (key,) = state["inputRequests"]
+    return key
+
+
+def without_our_status_message(observations: list[Any], capability: str) -> list[Any]:
+    """Our parked views name the capability the creating client lacks; the peer's say nothing.
+
+    Checked here, then taken out so the rest compares (docs/differences.md, "statusMessage").
+    """
+    out = []
+    for item in observations:
+        if isinstance(item, dict) and item.get("status") == "input_required":
+            message = item.get("statusMessage", "")
+            assert f"did not declare support for ({capability})" in message, item
+            item = {k: v for k, v in item.items() if k != "statusMessage"}
+        out.append(item)
+    return out

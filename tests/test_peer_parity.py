@@ -1,11 +1,12 @@
-"""Side by side with ``fastmcp-tasks``: what a client observes is the same.
+"""Side by side with ``fastmcp-tasks``: asking for input, parked tasks, refused requests.
 
 Every test runs one scenario against the peer (``TasksExtension``, memory://
 Docket, in this process) and against ``TemporalTasks`` (the session's real
 Temporal), and compares what the client saw (``tests.parity``: ids, input keys,
 timestamps and ``pollIntervalMs`` normalized). Where we differ on purpose, the
 test says so and checks both sides of the difference; each such difference is
-listed, with its reason, in docs/differences.md.
+listed, with its reason, in docs/differences.md. ``test_peer_parity_context``
+does the same for the rest of ``Context`` in a task.
 
 The peer exists only for FastMCP 4.1, so on 4.2 these tests skip.
 """
@@ -13,9 +14,7 @@ The peer exists only for FastMCP 4.1, so on 4.2 these tests skip.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types
@@ -23,27 +22,30 @@ import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.extensions import ServerExtension
-from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
-from mcp.shared.exceptions import MCPError
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.client_wire import cancel_task, get_task, update_task
 from tests.helpers import declares_elicitation, needs_peer
 from tests.parity import (
+    TERMINAL,
     Extension,
     accept,
     error_of,
     get,
-    peer_extension,
+    parked_key,
     reach,
     side_by_side,
+    without_our_status_message,
 )
 from tests.test_parking import question
 
 pytestmark = needs_peer
 
-TERMINAL = ("completed", "failed", "cancelled")
+
+@pytest.fixture
+def temporal(temporal_tasks: Callable[..., TemporalTasks]) -> Extension:
+    return lambda: temporal_tasks()
 
 
 def sampling_question() -> mcp_types.InputRequiredResult:
@@ -93,31 +95,6 @@ def asking_server(extension: ServerExtension, runs: list[str] | None = None) -> 
     # A short tool: our legs run as local activities, whose progress takes another path.
     mcp.tool(task=True, timeout=10, name="progress_then_ask_briefly")(progress_then_ask)
     return mcp
-
-
-@pytest.fixture
-def temporal(temporal_tasks: Callable[..., TemporalTasks]) -> Extension:
-    return lambda: temporal_tasks()
-
-
-def parked_key(state: dict[str, Any]) -> str:
-    (key,) = state["inputRequests"]
-    return key
-
-
-def without_our_status_message(observations: list[Any], capability: str) -> list[Any]:
-    """Our parked views name the capability the creating client lacks; the peer's say nothing.
-
-    Checked here, then taken out so the rest compares (docs/differences.md, "statusMessage").
-    """
-    out = []
-    for item in observations:
-        if isinstance(item, dict) and item.get("status") == "input_required":
-            message = item.get("statusMessage", "")
-            assert f"did not declare support for ({capability})" in message, item
-            item = {k: v for k, v in item.items() if k != "statusMessage"}
-        out.append(item)
-    return out
 
 
 async def tool_error(call: Any) -> str:
@@ -271,171 +248,6 @@ async def test_a_parked_task_outlives_a_server_restart(temporal: Extension) -> N
     assert without_our_status_message(ours, "elicitation") == peer
 
 
-# -- the rest of Context in a task ---------------------------------------------------------------
-
-
-@asynccontextmanager
-async def _lifespan(server: FastMCP) -> AsyncIterator[dict[str, str]]:
-    yield {"db": "ready"}
-
-
-def context_server(extension: ServerExtension, release: asyncio.Event) -> FastMCP:
-    mcp = FastMCP("context", lifespan=_lifespan)
-    mcp.add_extension(extension)
-
-    @mcp.tool(task=True)
-    async def whoami(ctx: Context) -> dict[str, Any]:
-        try:
-            _ = ctx.session
-            session = "available"
-        except RuntimeError:
-            session = "RuntimeError"
-        return {
-            "task_id": ctx.task_id,
-            "is_background_task": ctx.is_background_task,
-            "request_context": ctx.request_context,
-            "session": session,
-            "other_extension": ctx.client_supports_extension("com.example/never-declared"),
-            "lifespan": ctx.lifespan_context,
-        }
-
-    @mcp.tool(task=True)
-    async def supports_tasks(ctx: Context) -> bool:
-        return ctx.client_supports_extension(TASKS_EXTENSION_ID)
-
-    @mcp.tool(task=True)
-    async def slow(ctx: Context) -> str:
-        await ctx.report_progress(1, 3, "step 1 of 3")
-        await release.wait()
-        return "done"
-
-    @mcp.tool(task=True)
-    async def tool_error() -> str:
-        raise ToolError("not today")
-
-    @mcp.tool(task=True)
-    async def crash() -> str:
-        raise ValueError("an internal detail")
-
-    @mcp.tool(task=True)
-    async def protocol_error() -> str:
-        raise MCPError(code=-32602, message="bad things")
-
-    return mcp
-
-
-async def test_context_inside_a_task(temporal: Extension) -> None:
-    async def scenario(extension: Extension) -> list[Any]:
-        release = asyncio.Event()
-        seen: list[Any] = []
-        async with Client(context_server(extension(), release)) as client:
-            for name in ("whoami", "tool_error", "crash", "protocol_error"):
-                task = await call_tool_task(client, name, {}, raise_on_error=False)
-                seen.append(await reach(client, task.task_id, *TERMINAL))
-            task = await call_tool_task(client, "slow", {})
-            deadline = asyncio.get_running_loop().time() + 30
-            while "statusMessage" not in (running := await get(client, task.task_id)):
-                assert asyncio.get_running_loop().time() < deadline, running
-                await asyncio.sleep(0.02)
-            release.set()
-            seen += [running, await reach(client, task.task_id, *TERMINAL)]
-        return seen
-
-    peer, ours = await side_by_side(scenario, temporal)
-    whoami = peer[0]["result"]["structuredContent"]
-    assert whoami["is_background_task"] is True and whoami["lifespan"] == {"db": "ready"}
-    assert whoami["task_id"] == "<task 0>"
-    assert [state["status"] for state in peer] == [
-        "completed", "completed", "completed", "failed", "working", "completed",
-    ]  # fmt: skip
-    assert peer[4]["statusMessage"] == "step 1 of 3"
-    assert ours == peer
-
-
-async def test_a_task_that_asks_after_reporting_progress_shows_no_stale_progress(
-    temporal: Extension,
-) -> None:
-    async def scenario(extension: Extension) -> list[Any]:
-        server = asking_server(extension())
-        async with Client(server, elicitation_handler=declares_elicitation) as client:
-            seen: list[Any] = []
-            for tool in ("progress_then_ask", "progress_then_ask_briefly"):
-                task = await call_tool_task(client, tool, {})
-                parked = await reach(client, task.task_id, "input_required")
-                await update_task(client.session, task.task_id, {parked_key(parked): accept()})
-                seen += [parked, await reach(client, task.task_id, *TERMINAL)]
-            return seen
-
-    peer, ours = await side_by_side(scenario, temporal)
-    assert "statusMessage" not in peer[0] and "statusMessage" not in peer[2]
-    assert ours == peer
-
-
-# -- the intended differences (docs/differences.md) ----------------------------------------------
-
-
-def checkpoint_server(extension: ServerExtension) -> FastMCP:
-    mcp = FastMCP("checkpoints")
-    mcp.add_extension(extension)
-
-    @mcp.tool(task=True)
-    async def steps(ctx: Context) -> str:
-        if ctx.request_state is None:
-            return mcp_types.InputRequiredResult(request_state="step-1")  # type: ignore[return-value]
-        return f"resumed after {ctx.request_state}"
-
-    return mcp
-
-
-async def test_difference_state_only_checkpoint_rounds(temporal: Extension) -> None:
-    """A state-only round (``requestState``, no ``inputRequests``): the peer ends the task
-    with an error result; we keep it as a durable checkpoint and run the next leg."""
-
-    async def scenario(extension: Extension) -> list[Any]:
-        async with Client(checkpoint_server(extension())) as client:
-            task = await call_tool_task(client, "steps", {}, raise_on_error=False)
-            final = await reach(client, task.task_id, *TERMINAL)
-            return [final["result"]["isError"], final["result"]["content"][0]["text"]]
-
-    peer, ours = await side_by_side(scenario, temporal)
-    assert peer[0] is True and "state-only" in peer[1]
-    assert ours == [False, "resumed after step-1"]
-
-
-async def test_difference_adaptive_poll_interval(temporal: Extension) -> None:
-    """The peer always advertises the tool's ``poll_interval`` (5 s by default); we start
-    far lower and grow towards it while the task runs, so short tasks end sooner."""
-
-    async def scenario(extension: Extension) -> list[Any]:
-        async with Client(asking_server(extension())) as client:
-            task = await call_tool_task(client, "confirm", {})
-            created = task.create_result.poll_interval_ms
-            await reach(client, task.task_id, "input_required")
-            await cancel_task(client.session, task.task_id)
-            return [created]
-
-    peer = await scenario(peer_extension(f"parity-{uuid.uuid4().hex}"))
-    ours = await scenario(temporal)
-    assert peer == [5000]
-    assert ours[0] is not None and ours[0] < 5000
-
-
-async def test_difference_extension_detection_answers_from_the_creating_request(
-    temporal: Extension,
-) -> None:
-    """``ctx.client_supports_extension`` in a task: the peer reads the session's
-    handshake, which a 2026-07-28 client does not have, so it says ``False`` even for
-    the tasks extension the client declared; we answer from the creating request."""
-
-    async def scenario(extension: Extension) -> list[Any]:
-        async with Client(context_server(extension(), asyncio.Event())) as client:
-            return [(await client.call_tool("supports_tasks", {})).data]
-
-    peer, ours = await side_by_side(scenario, temporal)
-    assert peer == [False]
-    assert ours == [True]
-
-
 async def test_requests_the_server_refuses(temporal: Extension) -> None:
     """Unknown tasks, a malformed answer, and a cancel after the end (an ack, no change)."""
 
@@ -464,3 +276,34 @@ async def test_requests_the_server_refuses(temporal: Extension) -> None:
     assert peer[3] == {"code": -32602, "message": "Invalid request parameters"}
     assert ours[3]["code"] == -32602 and "].action: Input should be" in ours[3]["message"]
     assert ours[:3] + ours[4:] == peer[:3] + peer[4:]
+
+
+# -- an ask of several requests, answered one at a time ------------------------------------------
+
+
+async def test_a_partial_answer_retires_only_its_keys(temporal: Extension) -> None:
+    two = mcp_types.InputRequiredResult(
+        input_requests={key: question().input_requests["ok"] for key in ("first", "second")}
+    )
+
+    async def scenario(extension: Extension) -> list[Any]:
+        mcp = FastMCP("two")
+        mcp.add_extension(extension())
+
+        @mcp.tool(task=True)
+        async def both(ctx: Context) -> list[str]:
+            return sorted(ctx.input_responses) if ctx.input_responses else two  # type: ignore[return-value]
+
+        async with Client(mcp, elicitation_handler=declares_elicitation) as client:
+            task = await call_tool_task(client, "both", {})
+            parked = await reach(client, task.task_id, "input_required")
+            first, second = parked["inputRequests"]
+            await update_task(client.session, task.task_id, {first: accept()})
+            partly = await get(client, task.task_id)
+            await update_task(client.session, task.task_id, {second: accept()})
+            return [parked, partly, await reach(client, task.task_id, *TERMINAL)]
+
+    peer, ours = await side_by_side(scenario, temporal)
+    assert len(peer[0]["inputRequests"]) == 2 and len(peer[1]["inputRequests"]) == 1
+    assert peer[2]["result"]["structuredContent"] == {"result": ["first", "second"]}
+    assert ours == peer
