@@ -122,7 +122,7 @@ class TaskEngine:
         undeclared_input: UndeclaredInput = "park",
     ) -> None:
         self.client = client
-        #: Stamped on every task this engine creates (``CallerSnapshot.undeclared_input``).
+        #: The rule ``create_task`` stamps on each new task (``CallerSnapshot.undeclared_input``).
         self.undeclared_input: UndeclaredInput = undeclared_input
         self.scope_secret = scope_secret
         # Without external storage, Temporal's own limit is the honest one.
