@@ -156,6 +156,18 @@ async def test_a_client_without_an_elicitation_handler_learns_why_and_the_task_w
         await task.cancel()
 
 
+async def test_a_transparent_call_without_a_handler_raises_as_the_peers_client_does(
+    temporal_tasks: BuildTasks,
+) -> None:
+    """``client.call_tool`` on an asking task tool: the same ``ToolError`` as with
+    ``fastmcp-tasks``'s client half (``tests/test_peer_parity.py``), not a wait."""
+    mcp, _ = _server(temporal_tasks)
+    async with Client(mcp, extensions=[TasksClientExtension()]) as client:
+        with pytest.raises(ToolError, match="requires input but the client has no elicitation"):
+            await client.call_tool("confirm", {})
+    # The task stays parked for another client; the test's queue ends with the test.
+
+
 async def test_a_call_the_server_does_not_task_is_an_error(temporal_tasks: BuildTasks) -> None:
     mcp, _ = _server(temporal_tasks)
     async with Client(mcp, extensions=[TasksClientExtension()]) as client:
