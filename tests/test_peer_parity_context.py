@@ -48,6 +48,7 @@ from tests.parity import (
 )
 from tests.test_parking import question
 from tests.test_peer_parity import asking_server
+from tests.wire import RawMcp
 
 pytestmark = needs_peer
 
@@ -370,3 +371,27 @@ async def test_dependencies_mounted_tools_and_versions(temporal: Extension) -> N
         "v2: hello ada",
     ]
     assert ours == peer
+
+
+async def test_difference_status_notifications_on_subscriptions_listen(
+    temporal: Extension,
+) -> None:
+    """``subscriptions/listen`` for task ids: the peer does not serve it (``-32601``);
+    we acknowledge the task and push its changes (``tests/test_listen.py``)."""
+
+    async def scenario(extension: Extension) -> list[Any]:
+        async with (
+            run_server_async(asking_server(extension())) as url,
+            Client(url) as client,
+        ):
+            task = await call_tool_task(client, "confirm", {})
+            raw = RawMcp(url)
+            listen = {"notifications": {"taskIds": [task.task_id]}}
+            async with raw.stream("subscriptions/listen", listen) as (_, messages):
+                first = await anext(messages)
+            await cancel_task(client.session, task.task_id)
+            return [first.get("error", {}).get("code"), first.get("method")]
+
+    peer, ours = await side_by_side(scenario, temporal)
+    assert peer == [-32601, None]
+    assert ours == [None, "notifications/subscriptions/acknowledged"]
