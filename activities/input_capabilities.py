@@ -1,17 +1,23 @@
-"""Asking a client for input it cannot give: fail the task at once, naming the capability.
+"""Input a tool asks for that the creating client did not declare: park, or fail.
 
-A task's ``inputRequests`` go to the client that polls it, and CORE MRTR says a
-server MUST NOT send input requests the client has not declared support for.
-A client that never declared ``elicitation`` (MCP Inspector, many agents) will
-never answer one: the task would sit in ``input_required`` until its TTL. So a
-leg that asks for elicitation, sampling or roots the *creating* request did not
-declare ends the task ``failed`` with ``-32021`` (Missing required client
-capability) and ``data.requiredCapabilities`` naming what is missing, exactly as
-the spec shapes that error for the tasks extension itself.
+A task's ``inputRequests`` are listed by ``tasks/get`` for whichever client of
+the caller polls it, and SEP-2663 says a server MUST NOT *send* input requests
+a client has not declared support for. A client that never declared
+``elicitation`` (MCP Inspector, many agents) will not answer one itself, but
+another client of the same caller may (a second connection, an operator's
+script, a UI). So, as ``fastmcp-tasks`` and FastMCP's in-process tasks do, the
+task parks in ``input_required`` with the request listed (``park``, the
+default), and its ``statusMessage`` names the capability the creating client
+lacks (``status_message``), so whoever polls it learns why nobody answers.
+
+``TemporalTasks(undeclared_input="fail")`` keeps the stricter rule: such a leg
+ends the task ``failed`` with ``-32021`` (Missing required client capability)
+and ``data.requiredCapabilities`` naming what is missing, shaped as the spec
+shapes that error for the tasks extension itself.
 
 The capabilities are the ones captured with the task (``CallerSnapshot.
 client_capabilities``); a task created before they were captured (``None``)
-keeps the old behaviour and parks.
+parks without a message.
 """
 
 from __future__ import annotations
@@ -26,6 +32,11 @@ _CAPABILITY_OF = {
     "sampling/createMessage": "sampling",
     "roots/list": "roots",
 }
+
+
+def input_capabilities(capabilities: dict[str, Any]) -> dict[str, Any]:
+    """Just the capabilities that answer input requests (what ``undeclared`` reads)."""
+    return {name: capabilities[name] for name in _CAPABILITY_OF.values() if name in capabilities}
 
 
 def undeclared(
@@ -48,11 +59,24 @@ def undeclared(
     return missing
 
 
-def missing_capability_error(tool_name: str, missing: dict[str, Any]) -> dict[str, Any]:
-    """The task's ``error``: ``-32021`` with the spec's ``data.requiredCapabilities``."""
-    names = ", ".join(
+def missing_names(missing: dict[str, Any]) -> str:
+    """``elicitation (url mode), sampling``: the missing capabilities, as a person reads them."""
+    return ", ".join(
         f"{name} (url mode)" if "url" in detail else name for name, detail in missing.items()
     )
+
+
+def status_message(missing: dict[str, Any]) -> str:
+    """A parked task's ``statusMessage`` when its creating client cannot answer it."""
+    return (
+        f"Waiting for input the creating client did not declare support for "
+        f"({missing_names(missing)}): answer with tasks/update from a client that can"
+    )
+
+
+def missing_capability_error(tool_name: str, missing: dict[str, Any]) -> dict[str, Any]:
+    """The task's ``error``: ``-32021`` with the spec's ``data.requiredCapabilities``."""
+    names = missing_names(missing)
     return {
         "code": MISSING_REQUIRED_CLIENT_CAPABILITY,
         "message": (

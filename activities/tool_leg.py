@@ -153,8 +153,10 @@ class ToolLegActivity:
                     return _error_outcome(mcp_types.INTERNAL_ERROR, str(err))
                 return _result_outcome(_error_result(_masked_message(owner, local_name, err)))
         outcome = _outcome_from(result)
-        missing = undeclared(outcome.input_requests or {}, request.caller.client_capabilities)
-        if missing:
+        caller = request.caller
+        if caller.undeclared_input == "fail" and (
+            missing := undeclared(outcome.input_requests or {}, caller.client_capabilities)
+        ):
             return LegOutcome(kind="error", error=missing_capability_error(local_name, missing))
         return await self._finished(request, outcome)
 

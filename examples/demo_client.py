@@ -11,7 +11,8 @@ It opts in to the tasks extension (``TasksClientExtension`` from
 2. ``delete_file``: the task parks in ``input_required`` with a question; the
    client's elicitation handler answers it (``tasks/update``) and it completes.
    The handler is also what *declares* elicitation: a client without one would
-   see the task fail at once with ``-32021`` instead of a question it cannot answer;
+   find the task parked, its ``statusMessage`` saying what it lacks, for another
+   client to answer;
 3. a long ``crunch`` cancelled half way (``tasks/cancel``);
 4. ``flaky``: the tool raises, the task completes with an ``isError`` result.
 

@@ -70,6 +70,10 @@ BUSY_PATIENCE_S = 60.0
 #: The first wait before asking again; it doubles up to ``DEFAULT_POLL_S``.
 FIRST_BUSY_RETRY_S = 0.1
 _T = TypeVar("_T")
+_NO_HANDLER = (
+    "requires input but the client has no elicitation handler; "
+    "pass elicitation_handler= to Client() to drive tasks that ask for input."
+)
 
 
 # -- driving a task to its end --------------------------------------------------
@@ -157,6 +161,8 @@ async def _answer(
     what: str,
 ) -> None:
     """Answer each elicitation the task asks for with the client's handler, in one update."""
+    if callback is _no_elicitation_handler:
+        raise ToolError(f"Task {state.task_id} {_NO_HANDLER}")
     responses: dict[str, Any] = {}
     for key, request in (state.input_requests or {}).items():
         method = request.get("method") if isinstance(request, dict) else None
@@ -226,7 +232,7 @@ class TasksClientExtension(ClientExtension):
             ctx.session,
             created.task_id,
             timeout=ctx.read_timeout_seconds,
-            elicitation_callback=self._elicitation_callback,
+            elicitation_callback=self._elicitation_callback or _no_elicitation_handler,
         )
         return _final_result(final)
 
@@ -339,10 +345,13 @@ class ToolTask:
 async def _no_elicitation_handler(
     context: ClientRequestContext, params: mcp_types.ElicitRequestParams
 ) -> mcp_types.ElicitResult:
-    raise ToolError(
-        "The task asks for input and the client has no elicitation handler: pass "
-        "elicitation_handler= to Client(), or answer with ToolTask.answer()"
-    )
+    """The handler of a client that has none: a task that asks is an error, not a wait.
+
+    ``_answer`` recognizes it and raises before looking at the requests, naming
+    the task, as ``fastmcp-tasks``'s client half does; the task stays parked for
+    another client (or ``ToolTask.answer``) to answer.
+    """
+    raise ToolError(f"The task {_NO_HANDLER}")
 
 
 async def call_tool_task(

@@ -85,7 +85,7 @@ from fastmcp_temporal.server.temporal.previous_queue import (
 from fastmcp_temporal.server.temporal.sigterm import sigterm_unwinds
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.server.temporal.workflow_tools import workflow_tool_parts
-from fastmcp_temporal.workflows.models import LegPolicy
+from fastmcp_temporal.workflows.models import LegPolicy, UndeclaredInput
 
 if TYPE_CHECKING:
     import mcp_types
@@ -150,6 +150,14 @@ class TemporalTasks(ServerExtension):
             The same value on every front end, at least 16 bytes. Default:
             ``FASTMCP_TEMPORAL_SCOPE_SECRET``, else (embedded server only) a
             file generated in ``data_dir``; see ``fastmcp_temporal.server.core.scope``.
+        undeclared_input: What a task does when its tool asks for input (elicitation,
+            sampling, roots) that the creating client did not declare: ``"park"``
+            (default, as ``fastmcp-tasks``: wait in ``input_required`` with the
+            request listed and a ``statusMessage`` naming the capability, for any
+            client of the caller to answer with ``tasks/update``) or ``"fail"``
+            (end the task ``failed`` with ``-32021`` at once). Frozen per task when
+            it is created. A workflow tool's ``ask()`` parks either way; see
+            ``fastmcp_temporal.activities.input_capabilities``.
         payload_store, payload_threshold, max_payload_bytes: Where payloads
             past the threshold go (a directory, default ``<data_dir>/payloads``;
             ``"s3://bucket"``; a ``StorageDriver``), and the largest one a task
@@ -187,9 +195,13 @@ class TemporalTasks(ServerExtension):
         payload_store: str | StorageDriver | None = None,
         payload_threshold: int | None = None,
         max_payload_bytes: int | None = None,
+        undeclared_input: UndeclaredInput = "park",
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
+        if undeclared_input not in ("park", "fail"):
+            raise ValueError('undeclared_input must be "park" or "fail"')
+        self._undeclared_input: UndeclaredInput = undeclared_input
         if client is not None and encryption_key is not None:
             raise ValueError(
                 "Pass encryption_key or client, not both: a client's data converter "
@@ -353,6 +365,7 @@ class TemporalTasks(ServerExtension):
                 leg_policy=self._leg_policy,
                 max_rounds=self._max_rounds,
                 rounds_per_run=self._rounds_per_run,
+                undeclared_input=self._undeclared_input,
                 # An eager start hands the new task to this process's worker and
                 # pins it to this build even when another version is current
                 # (measured on Server 1.32): a versioned fleet lets Temporal route.

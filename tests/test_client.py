@@ -141,18 +141,31 @@ async def test_result_answers_input_with_the_clients_elicitation_handler(
     assert seen == ["Sure?"]
 
 
-async def test_a_client_without_an_elicitation_handler_learns_why_at_once(
+async def test_a_client_without_an_elicitation_handler_learns_why_and_the_task_waits(
     temporal_tasks: BuildTasks,
 ) -> None:
-    """No handler, so no ``elicitation`` capability: the task fails instead of parking."""
+    """No handler, so no ``elicitation`` capability: the drive stops, the task stays parked."""
     mcp, _ = _server(temporal_tasks)
     async with Client(mcp, extensions=[TasksClientExtension()]) as client:
         task = await call_tool_task(client, "confirm", {})
-        with pytest.raises(ToolError, match="Missing required client capability"):
+        with pytest.raises(ToolError, match="no elicitation handler"):
             await task.result(timeout=30)
-        final = await task.status()
-        assert final.status == "failed" and final.error is not None
-        assert final.error["code"] == -32021
+        parked = await task.status()
+        assert parked.status == "input_required" and parked.status_message is not None
+        assert "(elicitation)" in parked.status_message
+        await task.cancel()
+
+
+async def test_a_transparent_call_without_a_handler_raises_as_the_peers_client_does(
+    temporal_tasks: BuildTasks,
+) -> None:
+    """``client.call_tool`` on an asking task tool: the same ``ToolError`` as with
+    ``fastmcp-tasks``'s client half (``tests/test_peer_parity.py``), not a wait."""
+    mcp, _ = _server(temporal_tasks)
+    async with Client(mcp, extensions=[TasksClientExtension()]) as client:
+        with pytest.raises(ToolError, match="requires input but the client has no elicitation"):
+            await client.call_tool("confirm", {})
+    # The task stays parked for another client; the test's queue ends with the test.
 
 
 async def test_a_call_the_server_does_not_task_is_an_error(temporal_tasks: BuildTasks) -> None:

@@ -21,7 +21,7 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
-from tests.wire import RawMcp
+from tests.wire import TASKS, RawMcp
 
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
@@ -125,6 +125,23 @@ async def test_the_question_comes_first_and_the_task_second(url: str) -> None:
             break
         await asyncio.sleep(0.05)
     assert task["result"]["content"][0]["text"] == "Welcome, Alice!"
+
+
+async def test_a_client_that_cannot_answer_gets_the_parked_task_not_the_question(
+    url: str,
+) -> None:
+    """No ``elicitation`` declared: the question is never sent on ``tools/call``; the
+    client gets the task, parked, saying what it lacks (any client of alice may answer)."""
+    alice = RawMcp(url, bearer="alice")
+    no_elicitation = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
+    created = await alice.result(
+        "tools/call", {"name": "welcome", "arguments": {}, "_meta": no_elicitation}
+    )
+    assert created["resultType"] == "task" and created["status"] == "input_required"
+    assert "did not declare support for (elicitation)" in created["statusMessage"]
+    parked = await alice.result("tasks/get", {"taskId": created["taskId"]})
+    assert list(parked["inputRequests"]) == ["1.user_name"]
+    await alice.result("tasks/cancel", {"taskId": created["taskId"]})
 
 
 async def test_an_early_result_is_returned_inline(url: str) -> None:

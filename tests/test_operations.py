@@ -308,7 +308,7 @@ async def test_an_expired_task_is_not_found_by_get_update_and_cancel(
             )
         }
     for method, (status, body) in answers.items():
-        assert body.get("error") == {"code": -32602, "message": f"Task {task_id!r} not found"}, (
+        assert body.get("error") == {"code": -32602, "message": f"Task {task_id} not found"}, (
             method,
             status,
             body,

@@ -24,6 +24,8 @@ from pydantic import BaseModel, Field
 from temporalio.common import SearchAttributeKey
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+#: How a task treats input its creating client did not declare (``CallerSnapshot``).
+UndeclaredInput = Literal["park", "fail"]
 
 #: Name of the workflow type, the signal and the query. Stable strings: they are
 #: recorded in the history of every task, so renaming them breaks running tasks.
@@ -65,6 +67,10 @@ BODY_PROGRESS_MEMO = "mcp_progress"
 #: workflow task and has no heartbeat, so it signals its own workflow, which
 #: puts the message in its memo (``LOCAL_LEG_PROGRESS`` in ``task_workflow``).
 LOCAL_LEG_PROGRESS_SIGNAL = "mcp_leg_progress"
+#: The input capabilities (elicitation, sampling, roots) the creating client
+#: declared, set with the start (no workflow writes it): ``tasks/get`` names the
+#: missing one in a parked task's ``statusMessage`` (``activities.input_capabilities``).
+INPUT_CAPABILITIES_MEMO = "mcp_input_capabilities"
 
 
 class Caller(BaseModel):
@@ -138,9 +144,14 @@ class CallerSnapshot(BaseModel):
     log_level: str | None = None
     client_extensions: list[str] = Field(default_factory=list)
     #: The capabilities the creating request declared (``None``: not captured, for
-    #: tasks created before they were); a leg asking for input they lack fails the
-    #: task (see ``activities.input_capabilities``).
+    #: tasks created before they were); see ``activities.input_capabilities``.
     client_capabilities: dict[str, Any] | None = None
+    #: What a leg does when the tool asks for input these capabilities lack:
+    #: ``park`` (wait in ``input_required`` for any client of the caller to
+    #: answer) or ``fail`` (``-32021`` at once). Chosen by the server when the task
+    #: is created (``TemporalTasks(undeclared_input=...)``) and kept for its life;
+    #: tasks created before the choice existed failed, and still do.
+    undeclared_input: UndeclaredInput = "fail"
     #: The task's scope (FastMCP's principal of the token), ``None`` when anonymous.
     scope: str | None = None
 

@@ -127,10 +127,11 @@ def task_not_found(task_id: str) -> MCPError:
     """The one ``-32602`` for unknown, expired and other callers' task ids.
 
     One message for all three, so nobody can tell "not yours" from "no such
-    task". Long ids are cut so the error never echoes a megabyte back.
+    task", worded as ``fastmcp-tasks`` words it. Long ids are cut so the error
+    never echoes a megabyte back.
     """
     shown = task_id if len(task_id) <= _MAX_ECHOED_ID else task_id[:_MAX_ECHOED_ID] + "…"
-    return MCPError(code=INVALID_PARAMS, message=f"Task {shown!r} not found")
+    return MCPError(code=INVALID_PARAMS, message=f"Task {shown} not found")
 
 
 def invalid_params(message: str) -> MCPError:

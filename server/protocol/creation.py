@@ -41,7 +41,7 @@ from fastmcp_temporal.server.core.scope import task_scope
 from fastmcp_temporal.server.core.wire import CreateTaskResult
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.temporal.workflow_tools import spec_for
-from fastmcp_temporal.workflows.models import CallerSnapshot, WorkflowBody
+from fastmcp_temporal.workflows.models import CallerSnapshot, UndeclaredInput, WorkflowBody
 
 #: Headers that carry credentials. The caller's token travels as the access
 #: token itself; raw credentials are not copied into the task's history.
@@ -99,8 +99,11 @@ def _signature_probe(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
     return probe
 
 
-def capture_caller(context: Context) -> CallerSnapshot:
-    """Everything a leg needs to see the creating caller's world."""
+def capture_caller(
+    context: Context, *, undeclared_input: UndeclaredInput = "park"
+) -> CallerSnapshot:
+    """Everything a leg needs to see the creating caller's world (and the server's
+    rule for input that caller cannot answer, frozen with it)."""
     token = get_access_token()
     headers = {
         name: value
@@ -113,7 +116,7 @@ def capture_caller(context: Context) -> CallerSnapshot:
     except RuntimeError:
         session_id = None
     log_level_key, log_level = _compat.session_log_level(context)
-    capabilities = _declared_capabilities(context)
+    capabilities = declared_capabilities(context)
     extensions = capabilities.get("extensions")
     return CallerSnapshot(
         access_token_json=token.model_dump_json() if token is not None else None,
@@ -126,11 +129,12 @@ def capture_caller(context: Context) -> CallerSnapshot:
         log_level=log_level,
         client_extensions=sorted(extensions) if isinstance(extensions, dict) else [],
         client_capabilities=capabilities,
+        undeclared_input=undeclared_input,
         scope=task_scope(),
     )
 
 
-def _declared_capabilities(context: Context) -> dict[str, Any]:
+def declared_capabilities(context: Context) -> dict[str, Any]:
     """What the client declared: per request on 2026-07-28, else at initialize."""
     request_context = context.request_context
     meta = request_context.meta if request_context is not None else None
@@ -157,7 +161,7 @@ async def create_task(
             args=[to_jsonable_python(validated[name]) for name in spec.parameters],
             task_queue=spec.task_queue,
         )
-    caller = capture_caller(context)
+    caller = capture_caller(context, undeclared_input=engine.undeclared_input)
     return await engine.start(
         scope=caller.scope,
         tool_name=tool.name,

@@ -36,9 +36,10 @@ from fastmcp import Context
 from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from fastmcp_temporal.activities.input_capabilities import undeclared
 from fastmcp_temporal.server.core.scope import task_scope
 from fastmcp_temporal.server.core.wire import CreateTaskResult, GetTaskResult, invalid_params
-from fastmcp_temporal.server.protocol.creation import create_task
+from fastmcp_temporal.server.protocol.creation import create_task, declared_capabilities
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.task_watch import watch
 
@@ -70,13 +71,16 @@ async def first_round(
     scope: str | None,
     tool_name: str,
     window: timedelta,
+    capabilities: dict[str, Any] | None = None,
 ) -> CreateTaskResult | ToolResult:
     """Watch a just-created task for ``window``; an early ask or result goes back inline.
 
     The watch long-polls the task's history (``task_watch``): no read happens
     until the workflow records something, and the first leg's outcome is seen
     as soon as Temporal has it. With no worker to take the task in time, the
-    client gets the task.
+    client gets the task. An ask the client did not declare ``capabilities``
+    for is never sent: the client gets the parked task instead, whose
+    ``statusMessage`` says why (see ``activities.input_capabilities``).
     """
     with contextlib.suppress(TimeoutError):
         async with (
@@ -85,6 +89,8 @@ async def first_round(
         ):
             async for view in views:
                 if view.status == "input_required" and view.input_requests:
+                    if undeclared(view.input_requests, capabilities):
+                        return _task_now(view)
                     return _ask(view, created, scope=scope, tool_name=tool_name)
                 if view.status == "completed" and view.result is not None:
                     result = mcp_types.CallToolResult.model_validate(view.result)
@@ -138,7 +144,11 @@ async def later_round(
         for key, response in (input_responses or {}).items()
     }
     await engine.update(pending.task_id, scope, responses)
-    view = await engine.get(pending.task_id, scope)
+    return _task_now(await engine.get(pending.task_id, scope))
+
+
+def _task_now(view: GetTaskResult) -> CreateTaskResult:
+    """The task as ``tools/call`` answers it, in the state ``view`` shows."""
     return CreateTaskResult(
         task_id=view.task_id,
         status=view.status,
@@ -166,5 +176,10 @@ async def create_task_mrtr_first(
         )
     created = await create_task(engine, tool, dict(params.arguments or {}), context)
     return await first_round(
-        engine, created, scope=task_scope(), tool_name=tool.name, window=window
+        engine,
+        created,
+        scope=task_scope(),
+        tool_name=tool.name,
+        window=window,
+        capabilities=declared_capabilities(context),
     )

@@ -38,6 +38,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from fastmcp_temporal.activities.input_capabilities import input_capabilities
 from fastmcp_temporal.server.core.scope import lookup_tags, scope_tag
 from fastmcp_temporal.server.core.wire import (
     CreateTaskResult,
@@ -57,12 +58,14 @@ from fastmcp_temporal.server.tasks.starter import ToolOptions, WorkflowStarter
 from fastmcp_temporal.server.tasks.task_records import TaskDescription, TaskRecords
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
+    INPUT_CAPABILITIES_MEMO,
     INPUT_SIGNAL,
     CallerSnapshot,
     InputDelivery,
     LegPolicy,
     TaskStart,
     TaskView,
+    UndeclaredInput,
     WorkflowBody,
 )
 from fastmcp_temporal.workflows.task_workflow import (
@@ -116,8 +119,11 @@ class TaskEngine:
         tools: Mapping[str, ToolOptions] | None = None,
         scope_secret: bytes | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        undeclared_input: UndeclaredInput = "park",
     ) -> None:
         self.client = client
+        #: The rule ``create_task`` stamps on each new task (``CallerSnapshot.undeclared_input``).
+        self.undeclared_input: UndeclaredInput = undeclared_input
         self.scope_secret = scope_secret
         # Without external storage, Temporal's own limit is the honest one.
         self.max_payload_bytes = (
@@ -190,10 +196,13 @@ class TaskEngine:
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_interval_ms,
         )
+        memo: dict[str, Any] = {MEMO_KEY: initial.model_dump(mode="json")}
+        if caller.client_capabilities is not None:
+            memo[INPUT_CAPABILITIES_MEMO] = input_capabilities(caller.client_capabilities)
         await self.starter.start(
             start,
             id=workflow_id_for(task_id, scope, self.scope_secret),
-            memo={MEMO_KEY: initial.model_dump(mode="json")},
+            memo=memo,
             # With a worker in this process, the start hands it the first
             # workflow task directly instead of a round trip through its poller.
             request_eager_start=self.eager_start,
@@ -252,6 +261,9 @@ class TaskEngine:
                     continue  # the workflow just applied a change: read again (then the memo)
                 view = with_answers(view, answers)
             break
+        if undeclared := await self.records.undeclared_input_message(view, description):
+            # Says why nobody answers; it outranks a workflow tool's last progress line.
+            return poll_interval.adapt(GetTaskResult.from_view(view, undeclared))
         if view.status in ("working", "input_required") and (
             body := await self.records.progress(description)
         ):

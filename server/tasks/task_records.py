@@ -31,11 +31,16 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from fastmcp_temporal.activities.input_capabilities import status_message, undeclared
 from fastmcp_temporal.activities.stored_result import load_stored_result
 from fastmcp_temporal.server.core.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import GetTaskResult, task_not_found
 from fastmcp_temporal.workflows.leg_retry import failure_reason
-from fastmcp_temporal.workflows.models import BODY_PROGRESS_MEMO, TaskView
+from fastmcp_temporal.workflows.models import (
+    BODY_PROGRESS_MEMO,
+    INPUT_CAPABILITIES_MEMO,
+    TaskView,
+)
 from fastmcp_temporal.workflows.task_workflow import (
     FAILED_ERROR_TYPE,
     INTERNAL_ERROR,
@@ -283,6 +288,22 @@ class TaskRecords:
                 poll_interval_ms=int(DEFAULT_POLL_INTERVAL.total_seconds() * 1000),
             )
         return TaskView.model_validate(memo)
+
+    async def undeclared_input_message(
+        self, view: TaskView, description: TaskDescription
+    ) -> str | None:
+        """A parked task's ``statusMessage`` if its creating client cannot answer it."""
+        fields = description.raw.workflow_execution_info.memo.fields
+        if view.status != "input_required" or INPUT_CAPABILITIES_MEMO not in fields:
+            return None  # a task created before the memo existed parks without one
+        try:
+            (declared,) = await self.client.data_converter.decode(
+                [fields[INPUT_CAPABILITIES_MEMO]], [dict]
+            )
+        except PayloadDecryptionError:
+            return None
+        missing = undeclared(view.input_requests or {}, declared)
+        return status_message(missing) if missing else None
 
     async def progress(self, description: TaskDescription) -> LegStatus | None:
         """The latest progress message of what runs the task's body, if it reported one.
