@@ -1,4 +1,4 @@
-"""``docker-compose.yml`` is a valid Compose file with the deployment the README documents.
+"""``docker-compose.yml`` is a valid Compose file with the deployment docs/guides/deploying.md documents.
 
 There is no Docker engine here, so the file is validated the way Compose itself
 reads it (``docker compose config``, or the standalone ``docker-compose``),

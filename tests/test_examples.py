@@ -151,6 +151,13 @@ async def test_a_task_tool_runs_to_its_result(temporal_tasks) -> None:  # type: 
 # --8<-- [end:testing]
 
 
+def test_the_readme_example_is_the_getting_started_tool() -> None:
+    """The README cannot include files: its example is checked against the one CI runs."""
+    sample = (SNIPPETS / "first_tool.py").read_text()
+    tool = sample.split("# --8<-- [start:tool]\n")[1].split("# --8<-- [end:tool]")[0]
+    assert f"```python\n{tool.rstrip()}\n```" in (ROOT / "README.md").read_text()
+
+
 @pytest.mark.parametrize("sample", sorted(p.name for p in SNIPPETS.glob("*.py")))
 def test_every_sample_imports(sample: str) -> None:
     """Every file a page includes at least loads: no stale import path on any page."""

@@ -19,8 +19,7 @@ mcp.add_extension(TemporalTasks())  # no address: an embedded Temporal in .fastm
 @mcp.tool(task=True)
 async def count_words(text: str, ctx: Context) -> int:
     """Count the words of `text`, a paragraph at a time, reporting progress."""
-    paragraphs = text.split("\n\n")
-    words = 0
+    paragraphs, words = text.split("\n\n"), 0
     for done, paragraph in enumerate(paragraphs, start=1):
         words += len(paragraph.split())
         await ctx.report_progress(done, len(paragraphs), f"paragraph {done}")
