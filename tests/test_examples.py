@@ -9,16 +9,18 @@ another process until it exits. The servers' task queues are per server name
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import runpy
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 from fastmcp import Client, FastMCP
 
+from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.testing import EmbeddedServer
 from tests.processes.running import ROOT, Process
@@ -135,7 +137,7 @@ async def test_the_steps_sample_runs_each_step(
 
 
 # --8<-- [start:testing]
-async def test_a_task_tool_runs_to_its_result(temporal_tasks) -> None:  # type: ignore[no-untyped-def]
+async def test_a_task_tool_runs_to_its_result(temporal_tasks: Callable[..., TemporalTasks]) -> None:
     mcp = FastMCP("testing-guide")
     mcp.add_extension(temporal_tasks())  # the session's Temporal, this test's own task queue
 
@@ -149,6 +151,30 @@ async def test_a_task_tool_runs_to_its_result(temporal_tasks) -> None:  # type: 
 
 
 # --8<-- [end:testing]
+
+
+async def test_the_own_worker_sample_runs_a_front_ends_legs(
+    temporal_server: EmbeddedServer,
+    temporal_tasks: Callable[..., TemporalTasks],
+    task_queue: str,
+) -> None:
+    run_legs = runpy.run_path(str(SNIPPETS / "own_worker.py"))["run_legs"]
+    mcp = FastMCP("own-worker")
+    mcp.add_extension(temporal_tasks(run_worker=False))
+
+    @mcp.tool(task=True)
+    async def shout(text: str) -> str:
+        return text.upper()
+
+    worker = asyncio.create_task(run_legs(mcp, temporal_server.address, task_queue))
+    try:
+        async with Client(mcp) as client:
+            task = await call_tool_task(client, "shout", {"text": "legs"})
+            assert (await task.result(timeout=60)).data == "LEGS"
+    finally:
+        worker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await worker
 
 
 def test_the_readme_example_is_the_getting_started_tool() -> None:
