@@ -6,7 +6,7 @@ The key comes from ``FASTMCP_TEMPORAL_ENCRYPTION_KEY``, as in every other proces
 # --8<-- [start:client]
 from temporalio.client import Client
 
-from fastmcp_temporal.server.codec import task_data_converter
+from fastmcp_temporal import task_data_converter
 
 
 async def connect(address: str) -> Client:
