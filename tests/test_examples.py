@@ -177,6 +177,18 @@ async def test_the_own_worker_sample_runs_a_front_ends_legs(
             await worker
 
 
+async def test_the_encryption_sample_connects_with_the_task_codec(
+    temporal_server: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FASTMCP_TEMPORAL_ENCRYPTION_KEY", "ab" * 32)
+    connect = runpy.run_path(str(SNIPPETS / "encrypted_client.py"))["connect"]
+    client = await connect(temporal_server.address)
+    codec = client.data_converter.payload_codec
+    assert codec is not None
+    (sealed,) = await codec.encode(client.data_converter.payload_converter.to_payloads(["secret"]))
+    assert sealed.metadata["encoding"] == b"binary/encrypted" and b"secret" not in sealed.data
+
+
 def test_the_readme_example_is_the_getting_started_tool() -> None:
     """The README cannot include files: its example is checked against the one CI runs."""
     sample = (SNIPPETS / "first_tool.py").read_text()
