@@ -1,6 +1,6 @@
 FROM python:3.11-slim
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY fastmcp_temporal ./fastmcp_temporal
 COPY workflows ./workflows
 COPY activities ./activities

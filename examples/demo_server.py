@@ -35,6 +35,7 @@ async def crunch(steps: int = 5, ctx: Context | None = None) -> str:
     return f"crunched {steps} steps"
 
 
+# --8<-- [start:delete_file]
 @mcp.tool(task=TaskConfig(mode="required"))
 async def delete_file(filename: str, ctx: Context) -> str:
     """Ask the user to confirm, then (pretend to) delete `filename`."""
@@ -57,6 +58,9 @@ async def delete_file(filename: str, ctx: Context) -> str:
     if answer.action == "accept" and (answer.content or {}).get("confirm"):
         return f"deleted {filename}"
     return f"kept {filename}"
+
+
+# --8<-- [end:delete_file]
 
 
 @mcp.tool(task=True)

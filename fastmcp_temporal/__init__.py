@@ -11,6 +11,7 @@ Clients: ``fastmcp_temporal.client`` (``TasksClientExtension``, ``call_tool_task
 
 from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.client import TasksClientExtension, ToolTask, call_tool_task
+from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.settings import TemporalTasksSettings
 from fastmcp_temporal.server.embedded.devserver import DevServer
 from fastmcp_temporal.server.extension import TemporalTasks
@@ -30,6 +31,7 @@ __all__ = [
     "ToolTask",
     "WorkerVersioning",
     "call_tool_task",
+    "task_data_converter",
     "workflow_tool",
     "workflow_tool_parts",
 ]

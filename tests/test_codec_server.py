@@ -188,7 +188,7 @@ async def test_a_big_payload_shows_as_its_store_reference(
 
 
 async def test_a_dev_server_ui_points_at_the_codec_endpoint(tmp_path: Any) -> None:
-    """The README's wiring: ``--ui-codec-endpoint`` reaches the UI's settings."""
+    """The encryption guide's wiring: ``--ui-codec-endpoint`` reaches the UI's settings."""
     endpoint = "http://127.0.0.1:8081"
     dev = await DevServer.start(
         data_dir=tmp_path, in_memory=True, extra_args=["--ui-codec-endpoint", endpoint]

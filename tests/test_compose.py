@@ -1,4 +1,5 @@
-"""``docker-compose.yml`` is a valid Compose file with the deployment the README documents.
+"""``docker-compose.yml`` is a valid Compose file with the deployment the docs describe
+(docs/guides/deploying.md).
 
 There is no Docker engine here, so the file is validated the way Compose itself
 reads it (``docker compose config``, or the standalone ``docker-compose``),

@@ -71,7 +71,7 @@ async def test_a_second_lifespan_joins_the_running_server(
     first = TemporalTasks(data_dir=tmp_path, ui=False)
     second = TemporalTasks(data_dir=tmp_path, ui=False)
     again = echo_server(second)
-    with caplog.at_level(logging.WARNING, logger="fastmcp_temporal"):
+    with caplog.at_level(logging.INFO, logger="fastmcp_temporal"):
         async with Client(echo_server(first)):
             queue, shared = first.task_queue, first.dev_server
             async with Client(again) as client:

@@ -43,6 +43,7 @@ def plan_queries(topic: str, depth: int) -> list[str]:
     return [f"{topic} {angle}" for angle in ("overview", "history", "open problems")][:depth]
 
 
+# --8<-- [start:workflow]
 @workflow.defn
 class ResearchAgent:
     """Research a topic: plan, search, get the plan approved, write a report."""
@@ -94,3 +95,6 @@ class ResearchAgent:
         return Report(
             topic=topic, requested_by=caller().subject, findings=findings, summary=summary
         )
+
+
+# --8<-- [end:workflow]

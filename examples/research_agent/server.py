@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+# --8<-- [start:register]
 from fastmcp import FastMCP
 
 from examples.research_agent.agent import ResearchAgent, search, write_report
@@ -15,6 +16,7 @@ from fastmcp_temporal import TemporalTasks, workflow_tool
 mcp = FastMCP("research agent")
 mcp.add_extension(TemporalTasks())
 mcp.add_tool(workflow_tool(ResearchAgent, activities=[search, write_report]))
+# --8<-- [end:register]
 
 
 if __name__ == "__main__":

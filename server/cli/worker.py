@@ -144,6 +144,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("fastmcp_temporal").setLevel(logging.INFO)  # its start-up lines are INFO
     try:
         versioning = WorkerVersioning.resolve(
             deployment_name=args.deployment_name,

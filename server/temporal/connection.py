@@ -167,7 +167,7 @@ async def connect_or_join(
         settings = settings.for_embedded(server.address)
         if announce and server.keeper_pid not in _announced:
             _announced.add(server.keeper_pid)
-            logger.warning(server.hint())
+            logger.info(server.hint())
     client = await connect(settings, data_converter=data_converter, plugins=plugins)
     return client, server
 
