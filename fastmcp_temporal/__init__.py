@@ -13,6 +13,7 @@ from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.client import TasksClientExtension, ToolTask, call_tool_task
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.extension import TemporalTasks
+from fastmcp_temporal.server.fairness import FairnessCaller
 from fastmcp_temporal.server.plugin import McpTasksPlugin
 from fastmcp_temporal.server.versioning import WorkerVersioning
 from fastmcp_temporal.server.workflow_tools import workflow_tool, workflow_tool_parts
@@ -20,6 +21,7 @@ from fastmcp_temporal.workflows.models import LegPolicy
 
 __all__ = [
     "DevServer",
+    "FairnessCaller",
     "LegPolicy",
     "McpTasksPlugin",
     "Steps",

@@ -56,11 +56,19 @@ from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
-from fastmcp_temporal.server import connection, routing, scope, telemetry, wire_production
+from fastmcp_temporal.server import (
+    connection,
+    metrics,
+    routing,
+    scope,
+    telemetry,
+    wire_production,
+)
 from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR
 from fastmcp_temporal.server.embedded import EmbeddedServer
 from fastmcp_temporal.server.engine import TaskEngine
+from fastmcp_temporal.server.fairness import Fairness, FairnessHook
 from fastmcp_temporal.server.listen import TaskListenHandler
 from fastmcp_temporal.server.payload_store import PayloadStoreSettings, with_payload_storage
 from fastmcp_temporal.server.payload_sweep import sweeping
@@ -151,6 +159,14 @@ class TemporalTasks(ServerExtension):
             past the threshold go (a directory, default ``<data_dir>/payloads``;
             ``"s3://bucket"``; a ``StorageDriver``), and the largest one a task
             may carry; see ``fastmcp_temporal.server.payload_store``.
+        fairness: Each caller's tasks get their own Temporal fairness key, so one
+            caller's backlog does not delay the others'. ``True`` (default, unless
+            ``FASTMCP_TEMPORAL_FAIRNESS=false``), ``False``, or a hook
+            ``(FairnessCaller) -> (key, weight) | None``; see ``server.fairness``.
+        metrics_port, metrics_host: Serve Prometheus metrics (Temporal's and the
+            MCP ones) on ``http://<host>:<port>/metrics``. Default
+            ``FASTMCP_TEMPORAL_METRICS_PORT`` (off when unset) and ``_HOST``
+            (127.0.0.1); see ``fastmcp_temporal.server.metrics``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -184,9 +200,19 @@ class TemporalTasks(ServerExtension):
         payload_store: str | StorageDriver | None = None,
         payload_threshold: int | None = None,
         max_payload_bytes: int | None = None,
+        fairness: bool | FairnessHook | None = None,
+        metrics_port: int | None = None,
+        metrics_host: str | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
+        self._metrics = metrics.MetricsEndpoint.resolve(metrics_port, metrics_host)
+        if client is not None and metrics_port is not None:
+            raise ValueError(
+                "Pass metrics_port or client, not both: a client's Temporal runtime decides "
+                "its metrics (connect it with runtime=Runtime(telemetry=...PrometheusConfig))"
+            )
+        self._fairness = fairness
         if client is not None and encryption_key is not None:
             raise ValueError(
                 "Pass encryption_key or client, not both: a client's data converter "
@@ -275,14 +301,14 @@ class TemporalTasks(ServerExtension):
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> GetTaskResult:
         routing.check_task_request(ctx, params.task_id)
-        with temporal_busy_as_error("tasks/get"):
+        with metrics.request("tasks/get"), temporal_busy_as_error("tasks/get"):
             return await self.engine.get(params.task_id, task_scope())
 
     async def _handle_update(
         self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
     ) -> AckResult:
         routing.check_task_request(ctx, params.task_id)
-        with temporal_busy_as_error("tasks/update"):
+        with metrics.request("tasks/update"), temporal_busy_as_error("tasks/update"):
             await self.engine.update(params.task_id, task_scope(), params.input_responses)
         return AckResult()
 
@@ -290,7 +316,7 @@ class TemporalTasks(ServerExtension):
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> AckResult:
         routing.check_task_request(ctx, params.task_id)
-        with temporal_busy_as_error("tasks/cancel"):
+        with metrics.request("tasks/cancel"), temporal_busy_as_error("tasks/cancel"):
             await self.engine.cancel(params.task_id, task_scope())
         return AckResult()
 
@@ -363,6 +389,12 @@ class TemporalTasks(ServerExtension):
                     warn=not self._worker_only and self.server.auth is not None,
                 ),
                 max_payload_bytes=payloads.max_payload_bytes,
+            )
+            self._engine.starter.fairness = Fairness.resolve(
+                self._fairness, scope_secret=self._engine.scope_secret
+            )
+            await stack.enter_async_context(
+                metrics.recording(client, task_queue, count_open_tasks=not self._worker_only)
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
@@ -444,6 +476,7 @@ class TemporalTasks(ServerExtension):
             ui=self._ui,
             data_converter=task_data_converter(self._encryption_key, payload_storage=storage),
             plugins=telemetry.plugins() if self._tracing else (),
+            runtime=self._metrics.runtime() if self._metrics else None,
         )
         if self._dev_server is not None:
             stack.callback(setattr, self, "_dev_server", None)

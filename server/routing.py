@@ -24,7 +24,7 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from fastmcp_temporal import _compat
-from fastmcp_temporal.server import mrtr
+from fastmcp_temporal.server import metrics, mrtr
 from fastmcp_temporal.server.creation import create_task
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.temporal_busy import temporal_busy_as_error
@@ -102,7 +102,9 @@ async def route_tool_call(
         )
     if not opted_in:
         return await call_next()
-    with temporal_busy_as_error("tools/call"):
+    resumed = tool.name in mrtr_first_tools and mrtr.is_ours(context.request_state)
+    measured = metrics.request("tools/call") if resumed else metrics.creating(tool.name)
+    with measured, temporal_busy_as_error("tools/call"):
         if tool.name in mrtr_first_tools:
             return await mrtr.create_task_mrtr_first(
                 engine, tool, params, context, window=mrtr_window
