@@ -44,7 +44,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from fastmcp.exceptions import ValidationError
+from fastmcp.exceptions import FastMCPError
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client
 from temporalio.common import MetricMeter
@@ -183,12 +183,16 @@ def _mark_creation(outcome: str) -> None:
         holder[:] = [outcome]
 
 
-def error_code(err: BaseException) -> int:
-    """The JSON-RPC code a request that raised ``err`` answers with."""
+def error_code(err: BaseException) -> int | None:
+    """The JSON-RPC code a request that raised ``err`` answers with.
+
+    ``None``: no JSON-RPC error; FastMCP answers a ``tools/call`` that raised
+    one of its own errors (bad arguments) with an ``isError`` result.
+    """
     if isinstance(err, MCPError):
         return err.error.code
-    if isinstance(err, ValidationError):
-        return -32602
+    if isinstance(err, FastMCPError):
+        return None
     return -32603
 
 
@@ -199,7 +203,8 @@ def request(method: str) -> Iterator[None]:
     try:
         yield
     except Exception as err:
-        _current.errors.add(1, {"method": method, "code": str(error_code(err))})
+        if (code := error_code(err)) is not None:
+            _current.errors.add(1, {"method": method, "code": str(code)})
         raise
     finally:
         _current.latency.record(time.perf_counter() - started, {"method": method})
@@ -228,7 +233,7 @@ async def recording(
     task_queue: str,
     *,
     count_open_tasks: bool,
-    interval_s: float = OPEN_TASKS_INTERVAL_S,
+    interval_s: float | None = None,
 ) -> AsyncIterator[None]:
     """While inside: MCP metrics on ``client``'s runtime, if it exports any.
 
@@ -243,6 +248,7 @@ async def recording(
         if not count_open_tasks:
             yield
             return
+        interval_s = interval_s or OPEN_TASKS_INTERVAL_S
         task = asyncio.create_task(_count_open_tasks(client, task_queue, interval_s))
         try:
             yield
