@@ -60,6 +60,17 @@ class Tally:
     gets: list[tuple[float, float]] = field(default_factory=list)  # (since start s, latency s)
 
 
+class SoakClient(McpHttp):
+    """A spec client that declares elicitation, so the asking tool may ask it."""
+
+    def _request(
+        self, method: str, params: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        body, headers = super()._request(method, params)
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = {}
+        return body, headers
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -174,7 +185,7 @@ async def client_loop(
     url: str, index: int, until: float, tally: Tally, began: float, counter: Iterator[int]
 ) -> None:
     async with httpx.AsyncClient(timeout=60) as http:
-        mcp = McpHttp(url, http)
+        mcp = SoakClient(url, http)
         for turn in itertools.count(index):
             if time.monotonic() >= until:
                 return

@@ -38,9 +38,9 @@ DEFAULT_DATA_DIR = Path(os.environ.get("FASTMCP_TEMPORAL_DATA_DIR", ".fastmcp-te
 _SQLITE_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
 #: Task-queue fairness (``server.fairness``): the new matcher with fairness on, and
 #: new tasks written to one partition, whose dispatch order is then the queue's
-#: (with four, a caller's task waited behind most of another's backlog anyway:
-#: bench/results/fairness.md). Reads stay on every partition, so a backlog
-#: written before (an older data file) still drains.
+#: (with the default four, a caller's task still waited behind most of another's
+#: backlog: docs/guides/operating-at-scale.md). Reads stay on every partition, so
+#: a backlog written before (an older data file) still drains.
 FAIRNESS_DYNAMIC_CONFIG = (
     "matching.useNewMatcher=true",
     "matching.enableFairness=true",
