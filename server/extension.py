@@ -300,23 +300,23 @@ class TemporalTasks(ServerExtension):
     async def _handle_get(
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> GetTaskResult:
-        routing.check_task_request(ctx, params.task_id)
         with metrics.request("tasks/get"), temporal_busy_as_error("tasks/get"):
+            routing.check_task_request(ctx, params.task_id)
             return await self.engine.get(params.task_id, task_scope())
 
     async def _handle_update(
         self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
     ) -> AckResult:
-        routing.check_task_request(ctx, params.task_id)
         with metrics.request("tasks/update"), temporal_busy_as_error("tasks/update"):
+            routing.check_task_request(ctx, params.task_id)
             await self.engine.update(params.task_id, task_scope(), params.input_responses)
         return AckResult()
 
     async def _handle_cancel(
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> AckResult:
-        routing.check_task_request(ctx, params.task_id)
         with metrics.request("tasks/cancel"), temporal_busy_as_error("tasks/cancel"):
+            routing.check_task_request(ctx, params.task_id)
             await self.engine.cancel(params.task_id, task_scope())
         return AckResult()
 

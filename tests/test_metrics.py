@@ -144,6 +144,8 @@ async def test_the_endpoint_serves_temporal_and_mcp_metrics_that_count_what_happ
     await wait_for(raw, held, "cancelled")
     _, unknown = await raw.call("tasks/get", {"taskId": "x" * 32})
     assert unknown["error"]["code"] == -32602
+    _, undeclared = await raw.call("tasks/get", {"taskId": held}, declare_tasks=False)
+    assert undeclared["error"]["code"] == -32021
     _, bad_arguments = await raw.call("tools/call", {"name": "quick", "arguments": {"n": "many"}})
     assert bad_arguments["result"]["isError"] is True  # FastMCP's answer to bad arguments
     metrics.record_idempotent_hit("quick")
@@ -166,6 +168,7 @@ async def test_the_endpoint_serves_temporal_and_mcp_metrics_that_count_what_happ
     assert final.value(latency, method="tasks/cancel") == 1
     assert final.value(latency, method="tools/call") == QUICK_TASKS + 2 + 1
     assert final.value("mcp_errors_total", method="tasks/get", code="-32602") == 1
+    assert final.value("mcp_errors_total", method="tasks/get", code="-32021") == 1
     assert final.value("mcp_errors_total", method="tools/call") == 0  # not a JSON-RPC error
     assert final.value("mcp_idempotent_hits_total", tool="quick") == 1
     # Temporal's own metrics, from the same runtime: this worker's completed workflows.
