@@ -83,7 +83,9 @@ _BUCKETS = {
     REQUEST_HISTOGRAM: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     INPUT_REQUIRED_HISTOGRAM: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 6 * 3600, 86400],
 }
-#: Codes that are the client's doing (SEP-2663 and JSON-RPC): the others are ours or Temporal's.
+#: A creation that fails with these was not the client's doing (a bug, Temporal away): ``failed``;
+#: any other code, or FastMCP's ``isError`` answer to bad arguments, is ``rejected``. A quota
+#: refusal may share ``-32001``: ``record_quota_rejection`` names its outcome itself.
 _SERVER_CODES = frozenset({-32603, TEMPORAL_UNAVAILABLE})
 #: One runtime per endpoint address and process: a restarted lifespan reuses it.
 _runtimes: dict[str, Runtime] = {}
