@@ -15,6 +15,7 @@ from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.settings import TemporalTasksSettings
 from fastmcp_temporal.server.embedded.devserver import DevServer
 from fastmcp_temporal.server.extension import TemporalTasks
+from fastmcp_temporal.server.tasks.fairness import FairnessCaller
 from fastmcp_temporal.server.temporal.plugin import McpTasksPlugin
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.server.temporal.workflow_tools import workflow_tool, workflow_tool_parts
@@ -22,6 +23,7 @@ from fastmcp_temporal.workflows.models import LegPolicy
 
 __all__ = [
     "DevServer",
+    "FairnessCaller",
     "LegPolicy",
     "McpTasksPlugin",
     "Steps",

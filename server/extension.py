@@ -75,8 +75,9 @@ from fastmcp_temporal.server.protocol import routing, wire_production
 from fastmcp_temporal.server.protocol.listen import TaskListenHandler
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.tasks.fairness import Fairness, FairnessHook
 from fastmcp_temporal.server.tasks.starter import ToolOptions
-from fastmcp_temporal.server.temporal import connection, telemetry
+from fastmcp_temporal.server.temporal import connection, metrics, telemetry
 from fastmcp_temporal.server.temporal.plugin import McpTasksPlugin
 from fastmcp_temporal.server.temporal.previous_queue import (
     report_unpolled_queues,
@@ -162,6 +163,15 @@ class TemporalTasks(ServerExtension):
             past the threshold go (a directory, default ``<data_dir>/payloads``;
             ``"s3://bucket"``; a ``StorageDriver``), and the largest one a task
             may carry; see ``fastmcp_temporal.server.payloads.payload_store``.
+        fairness: Each caller's tasks get their own Temporal fairness key, so one
+            caller's backlog does not delay the others'. ``True`` (default, unless
+            ``FASTMCP_TEMPORAL_FAIRNESS=false``), ``False``, or a hook
+            ``(FairnessCaller) -> (key, weight) | None``; see
+            ``fastmcp_temporal.server.tasks.fairness``.
+        metrics_port, metrics_host: Serve Prometheus metrics (Temporal's and the
+            MCP ones) on ``http://<host>:<port>/metrics``. Default
+            ``FASTMCP_TEMPORAL_METRICS_PORT`` (off when unset) and ``_HOST``
+            (127.0.0.1); see ``fastmcp_temporal.server.temporal.metrics``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -196,12 +206,22 @@ class TemporalTasks(ServerExtension):
         payload_threshold: int | None = None,
         max_payload_bytes: int | None = None,
         undeclared_input: UndeclaredInput = "park",
+        fairness: bool | FairnessHook | None = None,
+        metrics_port: int | None = None,
+        metrics_host: str | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
         if undeclared_input not in ("park", "fail"):
             raise ValueError('undeclared_input must be "park" or "fail"')
         self._undeclared_input: UndeclaredInput = undeclared_input
+        self._metrics = metrics.MetricsEndpoint.resolve(metrics_port, metrics_host)
+        if client is not None and metrics_port is not None:
+            raise ValueError(
+                "Pass metrics_port or client, not both: a client's Temporal runtime decides "
+                "its metrics (connect it with runtime=Runtime(telemetry=...PrometheusConfig))"
+            )
+        self._fairness = fairness
         if client is not None and encryption_key is not None:
             raise ValueError(
                 "Pass encryption_key or client, not both: a client's data converter "
@@ -289,23 +309,23 @@ class TemporalTasks(ServerExtension):
     async def _handle_get(
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> GetTaskResult:
-        routing.check_task_request(ctx, params.task_id)
-        with temporal_busy_as_error("tasks/get"):
+        with metrics.request("tasks/get"), temporal_busy_as_error("tasks/get"):
+            routing.check_task_request(ctx, params.task_id)
             return await self.engine.get(params.task_id, task_scope())
 
     async def _handle_update(
         self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
     ) -> AckResult:
-        routing.check_task_request(ctx, params.task_id)
-        with temporal_busy_as_error("tasks/update"):
+        with metrics.request("tasks/update"), temporal_busy_as_error("tasks/update"):
+            routing.check_task_request(ctx, params.task_id)
             await self.engine.update(params.task_id, task_scope(), params.input_responses)
         return AckResult()
 
     async def _handle_cancel(
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> AckResult:
-        routing.check_task_request(ctx, params.task_id)
-        with temporal_busy_as_error("tasks/cancel"):
+        with metrics.request("tasks/cancel"), temporal_busy_as_error("tasks/cancel"):
+            routing.check_task_request(ctx, params.task_id)
             await self.engine.cancel(params.task_id, task_scope())
         return AckResult()
 
@@ -379,6 +399,12 @@ class TemporalTasks(ServerExtension):
                     warn=not self._worker_only and self.server.auth is not None,
                 ),
                 max_payload_bytes=payloads.max_payload_bytes,
+            )
+            self._engine.starter.fairness = Fairness.resolve(
+                self._fairness, scope_secret=self._engine.scope_secret
+            )
+            await stack.enter_async_context(
+                metrics.recording(client, task_queue, count_open_tasks=not self._worker_only)
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
@@ -460,6 +486,7 @@ class TemporalTasks(ServerExtension):
             ui=self._ui,
             data_converter=task_data_converter(self._encryption_key, payload_storage=storage),
             plugins=telemetry.plugins() if self._tracing else (),
+            runtime=self._metrics.runtime() if self._metrics else None,
         )
         if self._dev_server is not None:
             stack.callback(setattr, self, "_dev_server", None)

@@ -5,12 +5,14 @@ There is no Docker engine here, so the file is validated the way Compose itself
 reads it (``docker compose config``, or the standalone ``docker-compose``),
 then the resolved services are checked: Temporal on PostgreSQL, the Web UI, the
 one-shot search-attribute registration, a stateless MCP front end, two workers,
-the codec server behind the ``encryption`` profile, and MinIO as the payload
-store of front end and workers (its bucket and lifecycle rule made by a one shot).
+the codec server behind the ``encryption`` profile, MinIO as the payload
+store of front end and workers (its bucket and lifecycle rule made by a one shot),
+and Prometheus + Grafana on the metrics every process serves.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +21,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from fastmcp_temporal.server.temporal import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -117,3 +121,27 @@ def test_front_end_and_workers_share_the_minio_payload_store() -> None:
 def test_the_codec_server_only_runs_with_the_encryption_profile() -> None:
     plain = resolved()["services"]
     assert "codec-server" not in plain or plain["codec-server"].get("profiles") == ["encryption"]
+
+
+def test_prometheus_scrapes_every_process_and_grafana_has_the_dashboard() -> None:
+    """Front end and workers serve /metrics on the port Prometheus scrapes; Grafana
+    provisions the dashboard, whose queries use the metrics the code exports."""
+    services = resolved()["services"]
+    port = services["mcp-server"]["environment"]["FASTMCP_TEMPORAL_METRICS_PORT"]
+    for name in ("mcp-server", "worker-1", "worker-2"):
+        environment = services[name]["environment"]
+        assert environment["FASTMCP_TEMPORAL_METRICS_PORT"] == port
+        assert environment["FASTMCP_TEMPORAL_METRICS_HOST"] == "0.0.0.0"
+    scrape = yaml.safe_load((ROOT / "prometheus" / "prometheus.yml").read_text())
+    (job,) = scrape["scrape_configs"]
+    (discovery,) = job["dns_sd_configs"]
+    assert set(discovery["names"]) == {"mcp-server", "worker-1", "worker-2"}
+    assert str(discovery["port"]) == port
+    mounts = " ".join(str(v) for v in services["grafana"]["volumes"])
+    assert "grafana/dashboards" in mounts and "grafana/provisioning" in mounts
+    dashboard = json.loads((ROOT / "grafana" / "dashboards" / "fastmcp-temporal.json").read_text())
+    queries = " ".join(
+        target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])
+    )
+    exported = {name.removesuffix("_total") for name in metrics.METRIC_NAMES}
+    assert all(name in queries for name in exported), exported - set(queries.split())

@@ -62,6 +62,7 @@ from fastmcp_temporal.workflows.models import (
     TaskStatus,
     TaskView,
 )
+from fastmcp_temporal.workflows.task_metrics import TransitionMetrics
 
 #: Memo key holding the task's last state change, so ``tasks/get`` can answer
 #: from Temporal's own records when no worker is up to serve the query.
@@ -100,6 +101,7 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
         # Outstanding input: minted key -> (tool's own key, the request).
         self._outstanding: dict[str, tuple[str, dict[str, Any]]] = {}
         self._answers: dict[str, dict[str, Any]] = {}
+        self._metrics = TransitionMetrics(start.tool_name)
         self._setup_local_legs()
 
     async def _execute(self, start: TaskStart) -> TaskView:
@@ -341,6 +343,8 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
 
     def _transition(self, status: TaskStatus) -> None:
         changed = status != self._status
+        if changed:
+            self._metrics.changed(self._status, status)
         self._status = status
         if changed and self._start.search_attributes:
             workflow.upsert_search_attributes([TASK_STATUS_ATTRIBUTE.value_set(status)])

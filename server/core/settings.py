@@ -140,6 +140,32 @@ class TemporalTasksSettings(BaseSettings):
             "directory."
         ),
     ] = None
+    fairness: Annotated[
+        bool,
+        Field(
+            description="Give each caller's tasks their own Temporal fairness key, so one "
+            "caller's backlog does not delay the others' (Server >= 1.29 with fairness on; the "
+            "embedded server has it). `TemporalTasks(fairness=...)` overrides it, with `False` "
+            "or a hook choosing key and weight."
+        ),
+    ] = True
+    metrics_port: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            le=65535,
+            description="Serve Prometheus metrics (Temporal's SDK metrics and the MCP ones) on "
+            "this port at `/metrics`. Unset: no endpoint. `TemporalTasks(metrics_port=...)` "
+            "overrides it.",
+        ),
+    ] = None
+    metrics_host: Annotated[
+        str,
+        Field(
+            description="Address the metrics endpoint binds to (`0.0.0.0` in a container). "
+            "`TemporalTasks(metrics_host=...)` overrides it."
+        ),
+    ] = "127.0.0.1"
     deployment_name: Annotated[
         str | None,
         Field(

@@ -36,6 +36,16 @@ from fastmcp_temporal.server.core.visibility import SEARCH_ATTRIBUTE_SPECS
 logger = logging.getLogger(__name__)
 
 _SQLITE_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
+#: Task-queue fairness (``server.tasks.fairness``): the new matcher with fairness on, and
+#: new tasks written to one partition, whose dispatch order is then the queue's
+#: (with the default four, a caller's task still waited behind most of another's
+#: backlog: docs/guides/operating-at-scale.md). Reads stay on every partition, so
+#: a backlog written before (an older data file) still drains.
+FAIRNESS_DYNAMIC_CONFIG = (
+    "matching.useNewMatcher=true",
+    "matching.enableFairness=true",
+    "matching.numTaskqueueWritePartitions=1",
+)
 
 
 def temporal_binary() -> str:
@@ -78,6 +88,8 @@ def start_dev_command(
     """The ``temporal server start-dev`` command line (``ui_port`` None: headless)."""
     args = [temporal_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
     args += ["--namespace", namespace, "--log-level", "warn"]
+    for value in FAIRNESS_DYNAMIC_CONFIG:
+        args += ["--dynamic-config-value", value]
     if http_port is not None:
         args += ["--http-port", str(http_port)]
     if not in_memory:

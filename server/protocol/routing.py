@@ -29,6 +29,7 @@ from fastmcp_temporal.server.protocol import mrtr
 from fastmcp_temporal.server.protocol.creation import create_task
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.temporal import metrics
 
 if TYPE_CHECKING:
     import mcp_types
@@ -102,7 +103,9 @@ async def route_tool_call(
         )
     if not opted_in:
         return await call_next()
-    with temporal_busy_as_error("tools/call"):
+    resumed = tool.name in mrtr_first_tools and mrtr.is_ours(context.request_state)
+    measured = metrics.request("tools/call") if resumed else metrics.creating(tool.name)
+    with measured, temporal_busy_as_error("tools/call"):
         if tool.name in mrtr_first_tools:
             return await mrtr.create_task_mrtr_first(
                 engine, tool, params, context, window=mrtr_window

@@ -26,6 +26,7 @@ from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from fastmcp_temporal.server.core import visibility
+from fastmcp_temporal.server.tasks.fairness import Fairness
 from fastmcp_temporal.workflows.models import LegPolicy, TaskStart
 
 logger = logging.getLogger(__name__)
@@ -103,6 +104,8 @@ class WorkflowStarter:
         self.tools = dict(tools)
         #: Off after the namespace refused them once (logged once).
         self.search_attributes = True
+        #: The caller's fairness key and weight on each task (``None``: off; see ``fairness``).
+        self.fairness: Fairness | None = None
 
     def ttl_ms(self, tool_name: str, default: int) -> int:
         options = self.tools.get(tool_name)
@@ -153,6 +156,8 @@ class WorkflowStarter:
         task_timeout = self.task_timeout(start.tool_name, local_legs=start.leg_policy.local)
         if task_timeout is not None:
             options["task_timeout"] = task_timeout
+        if self.fairness is not None:  # the legs inherit it from the workflow
+            options["priority"] = self.fairness.priority(start.tool_name, start.caller)
         workflow_type = visibility.workflow_type(start.tool_name)
         if self.search_attributes:
             try:

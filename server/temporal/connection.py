@@ -33,6 +33,7 @@ from typing import Any
 from temporalio.client import Client, Plugin
 from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
+from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
 from fastmcp_temporal.server.embedded import shared
@@ -104,7 +105,9 @@ async def connect(
     *,
     data_converter: DataConverter,
     plugins: Sequence[Plugin] = (),
+    runtime: Runtime | None = None,
 ) -> Client:
+    """``runtime``: the Temporal runtime (metrics exporter) of the client and its workers."""
     if settings.address is None:
         raise ValueError(
             "No Temporal address: set TEMPORAL_ADDRESS (or a temporal.toml profile) "
@@ -119,6 +122,7 @@ async def connect(
             rpc_metadata=dict(settings.rpc_metadata),
             data_converter=data_converter,
             plugins=list(plugins),
+            runtime=runtime,
         )
     except RuntimeError as err:  # temporalio's "Failed client connect: <transport error>"
         reason = _OS_MESSAGE.search(str(err))
@@ -141,6 +145,7 @@ async def connect_or_join(
     announce: bool = True,
     data_converter: DataConverter,
     plugins: Sequence[Plugin] = (),
+    runtime: Runtime | None = None,
 ) -> tuple[Client, EmbeddedServer | None]:
     """Connect to the configured address, else join the data directory's embedded server.
 
@@ -168,7 +173,9 @@ async def connect_or_join(
         if announce and server.keeper_pid not in _announced:
             _announced.add(server.keeper_pid)
             logger.info(server.hint())
-    client = await connect(settings, data_converter=data_converter, plugins=plugins)
+    client = await connect(
+        settings, data_converter=data_converter, plugins=plugins, runtime=runtime
+    )
     return client, server
 
 
