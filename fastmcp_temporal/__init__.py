@@ -13,12 +13,15 @@ from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.client import TasksClientExtension, ToolTask, call_tool_task
 from fastmcp_temporal.server.devserver import DevServer
 from fastmcp_temporal.server.extension import TemporalTasks
+from fastmcp_temporal.server.idempotency import IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_META
 from fastmcp_temporal.server.plugin import McpTasksPlugin
 from fastmcp_temporal.server.versioning import WorkerVersioning
 from fastmcp_temporal.server.workflow_tools import workflow_tool, workflow_tool_parts
 from fastmcp_temporal.workflows.models import LegPolicy
 
 __all__ = [
+    "IDEMPOTENCY_KEY_HEADER",
+    "IDEMPOTENCY_KEY_META",
     "DevServer",
     "LegPolicy",
     "McpTasksPlugin",

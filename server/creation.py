@@ -37,6 +37,7 @@ from pydantic_core import to_jsonable_python
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.tool_leg import registered_component
+from fastmcp_temporal.server.create_guards import start_guarded
 from fastmcp_temporal.server.engine import TaskEngine
 from fastmcp_temporal.server.scope import task_scope
 from fastmcp_temporal.server.wire import CreateTaskResult
@@ -147,7 +148,7 @@ def _declared_capabilities(context: Context) -> dict[str, Any]:
 async def create_task(
     engine: TaskEngine, tool: Tool, arguments: dict[str, Any], context: Context
 ) -> CreateTaskResult:
-    """Validate, capture the caller, and start the task's workflow."""
+    """Validate, capture the caller, and start the task's workflow (past its guards)."""
     component = await registered_component(context.fastmcp, tool)
     validated = validate_arguments(component, arguments)
     body: WorkflowBody | None = None
@@ -158,7 +159,8 @@ async def create_task(
             task_queue=spec.task_queue,
         )
     caller = capture_caller(context)
-    return await engine.start(
+    start = functools.partial(
+        engine.start,
         scope=caller.scope,
         tool_name=tool.name,
         tool_version=tool.version,
@@ -167,4 +169,14 @@ async def create_task(
         caller=caller,
         body=body,
         tool_timeout_s=component.timeout,
+    )
+    # An idempotency key's existing task, else the caller's quota (``create_guards``).
+    return await start_guarded(
+        engine,
+        context,
+        scope=caller.scope,
+        tool_name=tool.name,
+        tool_version=tool.version,
+        arguments=arguments,
+        start=start,
     )

@@ -45,6 +45,7 @@ from fastmcp_temporal.server.pending_input import (
     unapplied_answers,
     with_answers,
 )
+from fastmcp_temporal.server.quota import CallerQuota
 from fastmcp_temporal.server.scope import lookup_tags, scope_tag
 from fastmcp_temporal.server.starter import ToolOptions, WorkflowStarter
 from fastmcp_temporal.server.task_records import TaskDescription, TaskRecords
@@ -116,6 +117,7 @@ class TaskEngine:
         tools: Mapping[str, ToolOptions] | None = None,
         scope_secret: bytes | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        max_open_tasks_per_caller: int | None = None,
     ) -> None:
         self.client = client
         self.scope_secret = scope_secret
@@ -134,6 +136,14 @@ class TaskEngine:
         self.leg_policy = leg_policy
         self.max_rounds = max_rounds
         self.records = TaskRecords(client, ttl_ms=ttl_ms, query_timeout=query_timeout)
+        self.quota = CallerQuota(
+            client,
+            task_queue=task_queue,
+            limit=max_open_tasks_per_caller,
+            tools=tools or {},
+            scope_secret=scope_secret,
+            query_timeout=query_timeout,
+        )
 
     # -- creation -------------------------------------------------------------
 
@@ -150,6 +160,9 @@ class TaskEngine:
         request_state: str | None = None,
         body: WorkflowBody | None = None,
         tool_timeout_s: float | None = None,
+        task_id: str | None = None,
+        memo: Mapping[str, Any] | None = None,
+        reuse_id: bool = False,
     ) -> CreateTaskResult:
         """Start the task's workflow; returns once ``tasks/get`` would resolve.
 
@@ -158,8 +171,11 @@ class TaskEngine:
 
         ``start_workflow`` answers after the server persisted the start, so the
         durable-creation MUST holds without polling.
+
+        ``task_id``, extra ``memo`` entries and ``reuse_id``: set by the creation
+        guards (``server.create_guards``); by default a fresh id.
         """
-        task_id = mint_task_id()
+        task_id = task_id or mint_task_id()
         created_at = datetime.now(UTC)
         ttl_ms = self.starter.ttl_ms(tool_name, self.ttl_ms)
         start = TaskStart(
@@ -193,7 +209,8 @@ class TaskEngine:
         await self.starter.start(
             start,
             id=workflow_id_for(task_id, scope, self.scope_secret),
-            memo={MEMO_KEY: initial.model_dump(mode="json")},
+            memo={MEMO_KEY: initial.model_dump(mode="json"), **(memo or {})},
+            reuse_id=reuse_id,
             # With a worker in this process, the start hands it the first
             # workflow task directly instead of a round trip through its poller.
             request_eager_start=self.eager_start,

@@ -151,6 +151,12 @@ class TemporalTasks(ServerExtension):
             past the threshold go (a directory, default ``<data_dir>/payloads``;
             ``"s3://bucket"``; a ``StorageDriver``), and the largest one a task
             may carry; see ``fastmcp_temporal.server.payload_store``.
+        max_open_tasks_per_caller: At most this many open tasks per caller
+            (principal; anonymous callers share one), counted across replicas;
+            over it ``tools/call`` answers a retryable ``-32001``. Per tool:
+            ``ToolOptions(max_open_tasks_per_caller=...)``. See
+            ``fastmcp_temporal.server.quota``; idempotency keys:
+            ``fastmcp_temporal.server.idempotency``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -184,9 +190,13 @@ class TemporalTasks(ServerExtension):
         payload_store: str | StorageDriver | None = None,
         payload_threshold: int | None = None,
         max_payload_bytes: int | None = None,
+        max_open_tasks_per_caller: int | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
+        if max_open_tasks_per_caller is not None and max_open_tasks_per_caller <= 0:
+            raise ValueError("max_open_tasks_per_caller must be positive")
+        self._max_open_tasks_per_caller = max_open_tasks_per_caller
         if client is not None and encryption_key is not None:
             raise ValueError(
                 "Pass encryption_key or client, not both: a client's data converter "
@@ -363,6 +373,7 @@ class TemporalTasks(ServerExtension):
                     warn=not self._worker_only and self.server.auth is not None,
                 ),
                 max_payload_bytes=payloads.max_payload_bytes,
+                max_open_tasks_per_caller=self._max_open_tasks_per_caller,
             )
             wire_production.install()
             stack.callback(wire_production.uninstall)
