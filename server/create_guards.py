@@ -1,15 +1,16 @@
 """Before a task's workflow starts: its idempotency key, then its caller's quota.
 
-The order is the point. A call whose key names a live task is answered with
-that task before the quota is asked: it creates nothing, so a client retrying
-a lost answer gets its task even when it is at its limit. A call that does
-create a task holds a quota slot from before its workflow starts (see
-``server.quota``), and gives it back only when nothing was started.
+The order is the point. Under a quota, a call whose key names a live task is
+answered with that task before the quota is asked: it creates nothing, so a
+client retrying a lost answer gets its task even when it is at its limit. A
+call that does create a task holds a quota slot from before its workflow
+starts (see ``server.quota``), and gives it back only when nothing was started.
 
-Two concurrent calls with one new key both pass the first check; Temporal
-starts one workflow, the other start fails as a duplicate and that call
-answers with the winner's task -- so one key is one task on any number of
-front ends.
+Without a quota a keyed call just starts its workflow: the derived id makes
+Temporal refuse a duplicate, and only then is the existing task read -- so a
+new key costs what no key costs. Two concurrent calls with one new key: one
+start wins, the other fails as a duplicate and answers with the winner's task,
+on any number of front ends.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ async def start_guarded(
         arguments=arguments,
     )
     reuse_id = False
-    if keyed is not None:
+    if keyed is not None and engine.quota.pool_for(tool_name) is not None:
+        # Asked before the quota: a retry must neither need nor take a slot.
         found, reuse_id = await idempotency.existing_task(engine, keyed, scope)
         if found is not None:
             guard_events.idempotent_hit(tool_name)
@@ -67,21 +69,29 @@ async def start_guarded(
     )
     memo: Mapping[str, Any] = keyed.memo if keyed is not None else {}
     try:
-        return await start(task_id=task_id, memo=memo, reuse_id=reuse_id)
-    except WorkflowAlreadyStartedError:
-        if slot is not None:
-            await engine.quota.release(slot)
-        if keyed is None:
-            raise
-        found, _ = await idempotency.existing_task(engine, keyed, scope)
-        if found is None:
-            raise
-        guard_events.idempotent_hit(tool_name)
-        return found
-    except MCPError:
-        # Refused before anything started (e.g. arguments too large). Any other
-        # failure may have started the task: its slot stays, and is reclaimed
-        # once the task has ended or never appeared (``quota.CLAIM_GRACE``).
+        while True:
+            try:
+                return await start(task_id=task_id, memo=memo, reuse_id=reuse_id)
+            except WorkflowAlreadyStartedError:
+                # A keyed call whose key is taken: by a live task (a retry, or a
+                # concurrent call that won), or by one that expired (start anew).
+                if keyed is None:
+                    raise
+                found, expired = await idempotency.existing_task(engine, keyed, scope)
+                if found is None and expired and not reuse_id:
+                    reuse_id = True
+                    continue
+                if found is None:
+                    raise
+                if slot is not None:
+                    await engine.quota.release(slot)
+                guard_events.idempotent_hit(tool_name)
+                return found
+    except (MCPError, WorkflowAlreadyStartedError):
+        # Nothing was started (refused before the start, e.g. arguments too large,
+        # or a conflicting key). Any other failure may have started the task: its
+        # slot stays, reclaimed once the task has ended or never appeared
+        # (``quota.CLAIM_GRACE``).
         if slot is not None:
             await engine.quota.release(slot)
         raise

@@ -22,19 +22,23 @@ A slot workflow runs on a task queue no worker polls: it never executes, it
 only *exists* while it holds its slot, so no worker is needed to count. It is
 freed three ways, none needing a worker:
 
-- lazily, by the next claim that finds every slot held: a slot whose task has
-  ended (completed, failed, cancelled, expired) -- or whose task never
+- lazily, by the next claim that finds every slot held: each slot whose task
+  has ended (completed, failed, cancelled, expired) -- or whose task never
   appeared within ``CLAIM_GRACE`` (a front end died between claim and start)
   -- is terminated, by its run id so that a racing reclaim cannot end a fresh
-  claim, and claimed again;
+  claim, and one of them is claimed;
 - at once, when the task's start fails for a reason the client caused;
 - at the latest by its execution timeout, the task's own (TTL + grace) plus
   ``CLAIM_GRACE``.
 
-Cost: a create under a quota describes the caller's ``N`` slots (in parallel)
-and starts one slot workflow; one that finds the pool full also describes the
-``N`` tasks. Keep ``N`` in the tens. Anonymous callers share one pool (their
-session ids are chosen by the client, so a pool per session limits nothing).
+Cost (``bench/results/create_guards.md``): a create under a quota describes
+up to 8 of the caller's slots at once and starts one slot workflow; when those
+are all held, it describes their tasks, terminates every slot whose task has
+ended (in parallel) and claims one of them. A refusal has described every slot
+and its task.
+
+Anonymous callers share one pool: their session ids are chosen by the client,
+so a pool per session would limit nothing.
 """
 
 from __future__ import annotations
@@ -76,6 +80,13 @@ RETRY_AFTER_MS = 1000
 #: that already retries a busy server retries a full quota the same way.
 OVER_QUOTA = TEMPORAL_UNAVAILABLE
 _ALL_TOOLS = "all"
+#: Slots described at once: a big pool is searched a few at a time, and a
+#: create usually ends in the first batch.
+_CHUNK = 8
+_RUNNING = WorkflowExecutionStatus.RUNNING
+#: Claims one creator may lose in a batch before it gives up (each loss is
+#: another creator's win, so racing creators fill the batch long before this).
+_CLAIMS_PER_CHUNK = 3 * _CHUNK
 
 
 @dataclass(frozen=True)
@@ -144,25 +155,11 @@ class CallerQuota:
         if pool is None:
             return None
         ids = self.slot_ids(scope, pool)
-        described = await asyncio.gather(*(self._describe(slot_id) for slot_id in ids))
-        held = {
-            slot_id: raw
-            for slot_id, raw in zip(ids, described, strict=True)
-            if raw is not None
-            and raw.workflow_execution_info.status == WorkflowExecutionStatus.RUNNING
-        }
-        free = [slot_id for slot_id in ids if slot_id not in held]
-        random.shuffle(free)  # racing creators spread over the free slots
-        for slot_id in free:
-            if slot := await self._claim(slot_id, task_workflow_id, lifetime):
-                return slot
-        # Every slot is held; some may hold a task that has ended since.
-        stale = await asyncio.gather(*(self._is_stale(raw) for raw in held.values()))
-        for (slot_id, raw), ended in zip(held.items(), stale, strict=True):
-            if not ended:
-                continue
-            await self._terminate(Slot(slot_id, raw.workflow_execution_info.execution.run_id))
-            if slot := await self._claim(slot_id, task_workflow_id, lifetime):
+        random.shuffle(ids)  # racing creators spread over the pool
+        for start in range(0, len(ids), _CHUNK):
+            if slot := await self._admit_in(
+                ids[start : start + _CHUNK], task_workflow_id, lifetime
+            ):
                 return slot
         guard_events.quota_rejected(tool_name, pool.limit)
         raise MCPError(
@@ -174,6 +171,38 @@ class CallerQuota:
             ),
             data={"retryable": True, "retryAfterMs": RETRY_AFTER_MS, "limit": pool.limit},
         )
+
+    async def _admit_in(
+        self, ids: list[str], task_workflow_id: str, lifetime: timedelta
+    ) -> Slot | None:
+        """Claim a slot of ``ids`` that is free or whose task has ended; ``None`` if none is.
+
+        One claim at a time, each after a fresh read: a lost claim means another
+        creator holds that slot now, so the next attempt starts from what the
+        slots say *then*. Racing creators thus learn from reads (cheap) that
+        the pool is full, instead of from failed starts (writes) on every slot.
+        Slots whose tasks have ended are all terminated at once (each must end
+        once; the next creates then find them free).
+        """
+        for _ in range(_CLAIMS_PER_CHUNK):
+            described = await asyncio.gather(*(self._describe(slot_id) for slot_id in ids))
+            free: list[str] = []
+            held: list[tuple[Slot, DescribeWorkflowExecutionResponse]] = []
+            for slot_id, raw in zip(ids, described, strict=True):
+                if raw is None or raw.workflow_execution_info.status != _RUNNING:
+                    free.append(slot_id)
+                else:
+                    held.append((Slot(slot_id, raw.workflow_execution_info.execution.run_id), raw))
+            if not free:
+                ended = await asyncio.gather(*(self._has_ended(raw) for _, raw in held))
+                stale = [slot for (slot, _), gone in zip(held, ended, strict=True) if gone]
+                await asyncio.gather(*(self._terminate(slot) for slot in stale))
+                free = [slot.workflow_id for slot in stale]
+            if not free:
+                return None
+            if slot := await self._claim(random.choice(free), task_workflow_id, lifetime):
+                return slot
+        return None  # lost every claim: the pool is as good as full, ask again later
 
     async def release(self, slot: Slot) -> None:
         """Free a slot whose task did not start."""
@@ -201,7 +230,7 @@ class CallerQuota:
         assert handle.result_run_id is not None  # a started workflow always has its run id
         return Slot(slot_id, handle.result_run_id)
 
-    async def _is_stale(self, slot: DescribeWorkflowExecutionResponse) -> bool:
+    async def _has_ended(self, slot: DescribeWorkflowExecutionResponse) -> bool:
         """Whether a held slot's task has ended, or never started within ``CLAIM_GRACE``."""
         info = slot.workflow_execution_info
         payload = info.memo.fields.get(SLOT_TASK_MEMO)
@@ -212,7 +241,7 @@ class CallerQuota:
         if task is None:
             claimed_at = info.start_time.ToDatetime(tzinfo=UTC)
             return datetime.now(UTC) - claimed_at > CLAIM_GRACE
-        return task.workflow_execution_info.status != WorkflowExecutionStatus.RUNNING
+        return task.workflow_execution_info.status != _RUNNING
 
     async def _terminate(self, slot: Slot) -> None:
         handle = self.client.get_workflow_handle(slot.workflow_id, run_id=slot.run_id)

@@ -4,7 +4,8 @@ Real FastMCP servers over streamable HTTP (raw JSON-RPC, ``tests.wire.RawMcp``)
 and the in-memory transport, tasks on the session's Temporal dev server:
 
 - the same key twice -- by header, by ``_meta``, concurrently, after the task
-  finished -- answers the same task id, and the body ran once;
+  finished -- answers the same task id, and the body ran once; after the task
+  expired, the key starts a new one;
 - the same key with other arguments or another tool is ``-32602`` naming the
   conflict, and starts nothing;
 - keys belong to their caller: another principal's (or anonymous session's)
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -27,6 +29,7 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
+from fastmcp_temporal.server import task_records
 from fastmcp_temporal.server.idempotency import IDEMPOTENCY_KEY_META
 from tests.test_isolation_and_bad_input import assert_clean, wait_for, workflow_ids_on
 from tests.wire import RawMcp
@@ -237,3 +240,29 @@ async def test_a_meta_key_works_on_the_in_memory_transport(temporal_tasks: Build
         assert again.task_id == first.task_id
         assert (await first.result()).data == "ran m"
     assert runs["m"] == 1
+
+
+async def test_after_its_task_expired_a_key_starts_a_new_task(
+    temporal_tasks: BuildTasks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the TTL the key is free again: the same call runs the body again, as a new
+    task under the same (derived) id; the expired one no longer exists for anyone."""
+    monkeypatch.setattr(task_records, "FINISHED_GRACE", timedelta(0))
+    runs: Counter[str] = Counter()
+    async with run_server_async(counting_server(temporal_tasks(ttl_ms=1500), runs)) as url:
+        raw = RawMcp(url)
+        first = await create_keyed(raw, "expiring", {"label": "e"})
+        seen = set()
+        for _ in range(150):  # until it has expired (once finished, 1.5 s after creation)
+            _, read = await raw.call("tasks/get", {"taskId": first["taskId"]})
+            if "error" in read:
+                break
+            seen.add(read["result"]["status"])
+            await asyncio.sleep(0.2)
+        assert read["error"]["code"] == -32602, read
+        assert "failed" not in seen and runs["e"] == 1, seen
+        again = await create_keyed(raw, "expiring", {"label": "e"})
+        assert again["taskId"] == first["taskId"]
+        assert again["createdAt"] != first["createdAt"]
+        await wait_for(raw, again["taskId"], "completed")
+    assert runs["e"] == 2
