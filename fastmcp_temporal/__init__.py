@@ -20,9 +20,9 @@ from fastmcp_temporal.server.workflow_tools import workflow_tool, workflow_tool_
 from fastmcp_temporal.workflows.models import LegPolicy
 
 __all__ = [
-    "DevServer",
     "IDEMPOTENCY_KEY_HEADER",
     "IDEMPOTENCY_KEY_META",
+    "DevServer",
     "LegPolicy",
     "McpTasksPlugin",
     "Steps",
