@@ -15,6 +15,10 @@ from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.settings import TemporalTasksSettings
 from fastmcp_temporal.server.embedded.devserver import DevServer
 from fastmcp_temporal.server.extension import TemporalTasks
+from fastmcp_temporal.server.protocol.idempotency import (
+    IDEMPOTENCY_KEY_HEADER,
+    IDEMPOTENCY_KEY_META,
+)
 from fastmcp_temporal.server.tasks.fairness import FairnessCaller
 from fastmcp_temporal.server.temporal.plugin import McpTasksPlugin
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
@@ -22,6 +26,8 @@ from fastmcp_temporal.server.temporal.workflow_tools import workflow_tool, workf
 from fastmcp_temporal.workflows.models import LegPolicy
 
 __all__ = [
+    "IDEMPOTENCY_KEY_HEADER",
+    "IDEMPOTENCY_KEY_META",
     "DevServer",
     "FairnessCaller",
     "LegPolicy",

@@ -55,7 +55,7 @@ from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
-from fastmcp_temporal.server.core import scope
+from fastmcp_temporal.server.core import metrics, scope
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.scope import task_scope
 from fastmcp_temporal.server.core.settings import load_settings
@@ -77,7 +77,7 @@ from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_erro
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.fairness import Fairness, FairnessHook
 from fastmcp_temporal.server.tasks.starter import ToolOptions
-from fastmcp_temporal.server.temporal import connection, metrics, telemetry
+from fastmcp_temporal.server.temporal import connection, telemetry
 from fastmcp_temporal.server.temporal.plugin import McpTasksPlugin
 from fastmcp_temporal.server.temporal.previous_queue import (
     report_unpolled_queues,
@@ -171,7 +171,13 @@ class TemporalTasks(ServerExtension):
         metrics_port, metrics_host: Serve Prometheus metrics (Temporal's and the
             MCP ones) on ``http://<host>:<port>/metrics``. Default
             ``FASTMCP_TEMPORAL_METRICS_PORT`` (off when unset) and ``_HOST``
-            (127.0.0.1); see ``fastmcp_temporal.server.temporal.metrics``.
+            (127.0.0.1); see ``fastmcp_temporal.server.core.metrics``.
+        max_open_tasks_per_caller: At most this many open tasks per caller
+            (principal; anonymous callers share one), counted across replicas;
+            over it ``tools/call`` answers a retryable ``-32001``. Per tool:
+            ``ToolOptions(max_open_tasks_per_caller=...)``. See
+            ``fastmcp_temporal.server.tasks.quota``; idempotency keys:
+            ``fastmcp_temporal.server.protocol.idempotency``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -209,6 +215,7 @@ class TemporalTasks(ServerExtension):
         fairness: bool | FairnessHook | None = None,
         metrics_port: int | None = None,
         metrics_host: str | None = None,
+        max_open_tasks_per_caller: int | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
@@ -222,6 +229,9 @@ class TemporalTasks(ServerExtension):
                 "its metrics (connect it with runtime=Runtime(telemetry=...PrometheusConfig))"
             )
         self._fairness = fairness
+        if max_open_tasks_per_caller is not None and max_open_tasks_per_caller <= 0:
+            raise ValueError("max_open_tasks_per_caller must be positive")
+        self._max_open_tasks_per_caller = max_open_tasks_per_caller
         if client is not None and encryption_key is not None:
             raise ValueError(
                 "Pass encryption_key or client, not both: a client's data converter "
@@ -399,6 +409,7 @@ class TemporalTasks(ServerExtension):
                     warn=not self._worker_only and self.server.auth is not None,
                 ),
                 max_payload_bytes=payloads.max_payload_bytes,
+                max_open_tasks_per_caller=self._max_open_tasks_per_caller,
             )
             self._engine.starter.fairness = Fairness.resolve(
                 self._fairness, scope_secret=self._engine.scope_secret

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fastmcp_temporal.server.temporal import metrics
+from fastmcp_temporal.server.core import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 

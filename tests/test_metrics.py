@@ -23,9 +23,9 @@ from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
 from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.embedded.devserver import free_port
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
-from fastmcp_temporal.server.temporal import metrics
 from tests.test_isolation_and_bad_input import ACCEPT, create, question, wait_for
 from tests.wire import RawMcp
 

@@ -3,7 +3,7 @@
 Only the workflow knows both for certain, for every task, whichever front end
 created it and whether anyone ever polls it. It records them through
 ``workflow.metric_meter()``: the worker's Temporal runtime (a Prometheus
-endpoint with ``TemporalTasks(metrics_port=...)``, see ``server.temporal.metrics``).
+endpoint with ``TemporalTasks(metrics_port=...)``, see ``server.core.metrics``).
 Recording is no command and never happens on replay, so histories are unchanged.
 A workflow task that is retried after its worker died may record its change a
 second time: the counts are at least once.

@@ -39,6 +39,7 @@ from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.core.scope import task_scope
 from fastmcp_temporal.server.core.wire import CreateTaskResult
+from fastmcp_temporal.server.protocol.create_guards import start_guarded
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.temporal.workflow_tools import spec_for
 from fastmcp_temporal.workflows.models import CallerSnapshot, UndeclaredInput, WorkflowBody
@@ -151,7 +152,7 @@ def declared_capabilities(context: Context) -> dict[str, Any]:
 async def create_task(
     engine: TaskEngine, tool: Tool, arguments: dict[str, Any], context: Context
 ) -> CreateTaskResult:
-    """Validate, capture the caller, and start the task's workflow."""
+    """Validate, capture the caller, and start the task's workflow (past its guards)."""
     component = await registered_component(context.fastmcp, tool)
     validated = validate_arguments(component, arguments)
     body: WorkflowBody | None = None
@@ -162,7 +163,8 @@ async def create_task(
             task_queue=spec.task_queue,
         )
     caller = capture_caller(context, undeclared_input=engine.undeclared_input)
-    return await engine.start(
+    start = functools.partial(
+        engine.start,
         scope=caller.scope,
         tool_name=tool.name,
         tool_version=tool.version,
@@ -171,4 +173,14 @@ async def create_task(
         caller=caller,
         body=body,
         tool_timeout_s=component.timeout,
+    )
+    # An idempotency key's existing task, else the caller's quota (``create_guards``).
+    return await start_guarded(
+        engine,
+        context,
+        scope=caller.scope,
+        tool_name=tool.name,
+        tool_version=tool.version,
+        arguments=arguments,
+        start=start,
     )

@@ -24,12 +24,12 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.core.wire import missing_capability
 from fastmcp_temporal.server.protocol import mrtr
 from fastmcp_temporal.server.protocol.creation import create_task
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
-from fastmcp_temporal.server.temporal import metrics
 
 if TYPE_CHECKING:
     import mcp_types

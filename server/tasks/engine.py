@@ -54,6 +54,7 @@ from fastmcp_temporal.server.tasks.pending_input import (
     unapplied_answers,
     with_answers,
 )
+from fastmcp_temporal.server.tasks.quota import CallerQuota
 from fastmcp_temporal.server.tasks.starter import ToolOptions, WorkflowStarter
 from fastmcp_temporal.server.tasks.task_records import TaskDescription, TaskRecords
 from fastmcp_temporal.workflows.models import (
@@ -120,6 +121,7 @@ class TaskEngine:
         scope_secret: bytes | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         undeclared_input: UndeclaredInput = "park",
+        max_open_tasks_per_caller: int | None = None,
     ) -> None:
         self.client = client
         #: The rule ``create_task`` stamps on each new task (``CallerSnapshot.undeclared_input``).
@@ -140,6 +142,14 @@ class TaskEngine:
         self.leg_policy = leg_policy
         self.max_rounds = max_rounds
         self.records = TaskRecords(client, ttl_ms=ttl_ms, query_timeout=query_timeout)
+        self.quota = CallerQuota(
+            client,
+            task_queue=task_queue,
+            limit=max_open_tasks_per_caller,
+            tools=tools or {},
+            scope_secret=scope_secret,
+            query_timeout=query_timeout,
+        )
 
     # -- creation -------------------------------------------------------------
 
@@ -156,6 +166,9 @@ class TaskEngine:
         request_state: str | None = None,
         body: WorkflowBody | None = None,
         tool_timeout_s: float | None = None,
+        task_id: str | None = None,
+        memo: Mapping[str, Any] | None = None,
+        reuse_id: bool = False,
     ) -> CreateTaskResult:
         """Start the task's workflow; returns once ``tasks/get`` would resolve.
 
@@ -164,8 +177,11 @@ class TaskEngine:
 
         ``start_workflow`` answers after the server persisted the start, so the
         durable-creation MUST holds without polling.
+
+        ``task_id``, extra ``memo`` entries and ``reuse_id``: set by the creation
+        guards (``server.protocol.create_guards``); by default a fresh id.
         """
-        task_id = mint_task_id()
+        task_id = task_id or mint_task_id()
         created_at = datetime.now(UTC)
         ttl_ms = self.starter.ttl_ms(tool_name, self.ttl_ms)
         start = TaskStart(
@@ -196,13 +212,14 @@ class TaskEngine:
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_interval_ms,
         )
-        memo: dict[str, Any] = {MEMO_KEY: initial.model_dump(mode="json")}
+        task_memo: dict[str, Any] = {MEMO_KEY: initial.model_dump(mode="json"), **(memo or {})}
         if caller.client_capabilities is not None:
-            memo[INPUT_CAPABILITIES_MEMO] = input_capabilities(caller.client_capabilities)
+            task_memo[INPUT_CAPABILITIES_MEMO] = input_capabilities(caller.client_capabilities)
         await self.starter.start(
             start,
             id=workflow_id_for(task_id, scope, self.scope_secret),
-            memo=memo,
+            memo=task_memo,
+            reuse_id=reuse_id,
             # With a worker in this process, the start hands it the first
             # workflow task directly instead of a round trip through its poller.
             request_eager_start=self.eager_start,

@@ -80,16 +80,22 @@ class ToolOptions:
             that cannot answer a workflow task within the timeout makes it time
             out and run again (none did in ``bench/local_cancel.py``, down to
             1 s, beside busy loops or with the worker's event loop starved).
+        max_open_tasks_per_caller: This tool's own quota: each caller may have
+            this many open tasks of it, counted apart from the extension's
+            ``max_open_tasks_per_caller`` (see ``server.tasks.quota``).
     """
 
     ttl_ms: int | None = None
     task_queue: str | None = None
     local_legs: bool | None = None
     workflow_task_timeout: timedelta | None = None
+    max_open_tasks_per_caller: int | None = None
 
     def __post_init__(self) -> None:
         if self.ttl_ms is not None and self.ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
+        if self.max_open_tasks_per_caller is not None and self.max_open_tasks_per_caller <= 0:
+            raise ValueError("max_open_tasks_per_caller must be positive")
         timeout = self.workflow_task_timeout
         if timeout is not None and not timedelta(0) < timeout <= MAX_TASK_TIMEOUT:
             raise ValueError("workflow_task_timeout must be positive and at most 120 s")
@@ -135,8 +141,15 @@ class WorkflowStarter:
             return options.workflow_task_timeout
         return LOCAL_LEGS_TASK_TIMEOUT if local_legs else None
 
-    async def start(self, start: TaskStart, *, id: str, **options: Any) -> None:
-        """Start ``McpTask:<tool>``; without the search attributes if the namespace lacks them."""
+    async def start(
+        self, start: TaskStart, *, id: str, reuse_id: bool = False, **options: Any
+    ) -> None:
+        """Start ``McpTask:<tool>``; without the search attributes if the namespace lacks them.
+
+        ``reuse_id``: a *closed* workflow with this id does not stop the start (an
+        idempotency key whose task expired, see ``server.protocol.idempotency``); a running
+        one always does.
+        """
         options.update(
             id=id,
             task_queue=self.task_queue,
@@ -150,7 +163,11 @@ class WorkflowStarter:
                 leg_queue=start.leg_policy.task_queue or self.task_queue,
             ),
             execution_timeout=timedelta(milliseconds=start.ttl_ms) + EXPIRY_GRACE,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_reuse_policy=(
+                WorkflowIDReusePolicy.ALLOW_DUPLICATE
+                if reuse_id
+                else WorkflowIDReusePolicy.REJECT_DUPLICATE
+            ),
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         )
         task_timeout = self.task_timeout(start.tool_name, local_legs=start.leg_policy.local)
