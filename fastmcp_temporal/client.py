@@ -44,6 +44,7 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.session import ClientRequestContext, ClientSession, ElicitationFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.client_wire import (
@@ -70,6 +71,9 @@ BUSY_PATIENCE_S = 60.0
 #: The first wait before asking again; it doubles up to ``DEFAULT_POLL_S``.
 FIRST_BUSY_RETRY_S = 0.1
 _T = TypeVar("_T")
+#: The input a task may ask for, and that this client answers.
+_ANSWERABLE = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+_INPUT_REQUEST: TypeAdapter[mcp_types.InputRequest] = TypeAdapter(mcp_types.InputRequest)
 
 
 # -- driving a task to its end --------------------------------------------------
@@ -156,20 +160,31 @@ async def _answer(
     deadline: _Deadline,
     what: str,
 ) -> None:
-    """Answer each elicitation the task asks for with the client's handler, in one update."""
+    """Answer every input the task asks for, in one update.
+
+    Elicitation goes to ``callback`` (the client's handler the extension was
+    bound to); sampling and roots to the session's own callbacks (a FastMCP
+    ``Client``'s ``sampling_handler`` / ``roots``), as the SDK routes a
+    synchronous ``InputRequiredResult``. A handler that declines (``ErrorData``)
+    raises ``ToolError``: an input response has no error variant on the wire,
+    so the task stays ``input_required`` until it is cancelled or expires.
+    """
     responses: dict[str, Any] = {}
-    for key, request in (state.input_requests or {}).items():
-        method = request.get("method") if isinstance(request, dict) else None
-        if method != "elicitation/create":
+    for key, payload in (state.input_requests or {}).items():
+        method = payload.get("method") if isinstance(payload, dict) else None
+        if method not in _ANSWERABLE:
             raise ToolError(
-                f"Task {state.task_id} asks for {method!r}, which this client cannot answer "
-                "(only elicitation is answered on the 2026-07-28 protocol)"
+                f"Task {state.task_id} asks for {method!r}, which this client cannot answer"
             )
-        elicit = mcp_types.ElicitRequest.model_validate(request)
+        request = _INPUT_REQUEST.validate_python(payload)
         context = ClientRequestContext(session=session, request_id=f"task-{state.task_id}-{key}")
-        answer = await asyncio.wait_for(callback(context, elicit.params), deadline.left(what))
+        if isinstance(request, mcp_types.ElicitRequest):
+            pending = callback(context, request.params)
+        else:
+            pending = session.dispatch_input_request(context, request)
+        answer = await asyncio.wait_for(pending, deadline.left(what))
         if isinstance(answer, mcp_types.ErrorData):
-            raise ToolError(f"Elicitation for task {state.task_id} failed: {answer.message}")
+            raise ToolError(f"{method} for task {state.task_id} failed: {answer.message}")
         responses[key] = answer
     await _asking_again_while_busy(
         lambda: update_task(session, state.task_id, responses, deadline.left(what)),
@@ -199,8 +214,9 @@ class TasksClientExtension(ClientExtension):
     """Declares the tasks extension on every request and finishes tasked calls.
 
     ``client.call_tool`` on a task tool then polls the task to its end and
-    returns its result, answering input requests with ``elicitation_callback``
-    (pass the client's, or use ``enable_transparent_tasks``).
+    returns its result, answering input requests: elicitation with
+    ``elicitation_callback`` (pass the client's, or use ``enable_transparent_tasks``),
+    sampling and roots with the client's ``sampling_handler`` and ``roots``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -226,7 +242,7 @@ class TasksClientExtension(ClientExtension):
             ctx.session,
             created.task_id,
             timeout=ctx.read_timeout_seconds,
-            elicitation_callback=self._elicitation_callback,
+            elicitation_callback=self._elicitation_callback or _no_elicitation_handler,
         )
         return _final_result(final)
 
@@ -316,8 +332,9 @@ class ToolTask:
         """Drive the task to its end and return the result as ``client.call_tool`` would.
 
         Input requests are answered with the client's ``elicitation_handler``
-        (without one, they raise ``ToolError``). A failed or cancelled task raises
-        ``ToolError`` unless the handle was made with ``raise_on_error=False``.
+        (without one, they raise ``ToolError``), ``sampling_handler`` and
+        ``roots``. A failed or cancelled task raises ``ToolError`` unless the
+        handle was made with ``raise_on_error=False``.
         """
         if self._result is None:
             callback = _compat.client_elicitation_callback(self._client)

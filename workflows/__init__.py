@@ -1,6 +1,6 @@
 """The task state machine (deterministic workflow code), its boundary models, and
-the helpers a workflow tool uses inside its workflow (``ask``, ``report_progress``,
-``caller``)."""
+the helpers a workflow tool uses inside its workflow (``ask``, ``sample``,
+``report_progress``, ``caller``)."""
 
 from fastmcp_temporal.workflows.models import (
     Caller,
@@ -14,7 +14,15 @@ from fastmcp_temporal.workflows.models import (
     TaskView,
 )
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
-from fastmcp_temporal.workflows.tool_helpers import ask, caller, report_progress
+from fastmcp_temporal.workflows.tool_helpers import (
+    SamplingError,
+    SamplingRefused,
+    SamplingResult,
+    ask,
+    caller,
+    report_progress,
+    sample,
+)
 
 __all__ = [
     "Caller",
@@ -25,10 +33,14 @@ __all__ = [
     "LegRequest",
     "McpTaskWorkflow",
     "McpToolTaskWorkflow",
+    "SamplingError",
+    "SamplingRefused",
+    "SamplingResult",
     "TaskStart",
     "TaskStatus",
     "TaskView",
     "ask",
     "caller",
     "report_progress",
+    "sample",
 ]
