@@ -49,6 +49,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.client import Client
 from temporalio.converter import ExternalStorage, StorageDriver
 from temporalio.service import TLSConfig
+from temporalio.worker import Plugin as WorkerPlugin
 from temporalio.worker import Worker
 
 from fastmcp_temporal import _compat
@@ -137,6 +138,9 @@ class TemporalTasks(ServerExtension):
             (an ``InputRequiredResult`` on ``tools/call``) before the client gets
             the task; see ``fastmcp_temporal.server.mrtr``.
         mrtr_window: How long ``tools/call`` watches such a tool's first leg.
+        plugins: Temporal worker plugins to run beside ours on this server's
+            worker, after ``McpTasksPlugin`` (so they see the workflow tools),
+            e.g. pydantic-ai's ``PydanticAIPlugin()``: see docs/guides/agents.md.
         versioning: This process's worker joins a Worker Deployment Version
             (deployment name + build id; tasks pinned to the build that started
             them by default). Default: ``TEMPORAL_DEPLOYMENT_NAME`` and
@@ -173,6 +177,7 @@ class TemporalTasks(ServerExtension):
         mrtr_first_tools: Collection[str] = (),
         mrtr_window: timedelta = timedelta(seconds=5),
         worker_options: dict[str, Any] | None = None,
+        plugins: Sequence[WorkerPlugin] = (),
         encryption_key: str | None = None,
         api_key: str | None = None,
         tls: bool | TLSConfig | None = None,
@@ -219,19 +224,21 @@ class TemporalTasks(ServerExtension):
         self._mrtr_first_tools = frozenset(mrtr_first_tools)
         self._mrtr_window = mrtr_window
         self._worker_options = dict(worker_options or {})
+        self._plugins = tuple(plugins)
         self._versioning = versioning
         self._engine: TaskEngine | None = None
         self._dev_server: EmbeddedServer | None = None
 
     def clone(self) -> TemporalTasks:
-        """A copy for another server; a connected client is shared, never copied."""
-        client, self._client = self._client, None
+        """A copy for another server; a connected client and plugins are shared, never copied."""
+        client, plugins = self._client, self._plugins
+        self._client, self._plugins = None, ()
         try:
             twin = super().clone()
         finally:
-            self._client = client
+            self._client, self._plugins = client, plugins
         assert isinstance(twin, TemporalTasks)
-        twin._client = client
+        twin._client, twin._plugins = client, plugins
         twin._engine = None
         twin._dev_server = None
         return twin
@@ -387,7 +394,8 @@ class TemporalTasks(ServerExtension):
                         versioning=versioning,
                         max_payload_bytes=payloads.max_payload_bytes,
                     )
-                    return Worker(client, task_queue=queue, plugins=[plugin], **options)
+                    plugins = [plugin, *self._plugins]
+                    return Worker(client, task_queue=queue, plugins=plugins, **options)
 
                 await stack.enter_async_context(new_worker(task_queue))
                 await stack.enter_async_context(sweeping(payloads, storage, client))

@@ -1,0 +1,71 @@
+"""pydantic-ai's durable agent inside one of our workflow tools, both plugins on one worker.
+
+A FastMCP client calls the workflow tool as a task and gets the agent's
+output; the agent's model requests and tool calls are activities in the tool
+workflow's history, beside our ``ask`` (a signal) and ``report_progress``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import FastMCP
+from fastmcp.client.elicitation import ElicitResult
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Replayer
+
+from fastmcp_temporal import McpTasksPlugin
+from fastmcp_temporal.client import call_tool_task
+from fastmcp_temporal.server.engine import workflow_id_for
+from tests.conftest import http_client
+
+pytest.importorskip(
+    "pydantic_ai.durable_exec.temporal",
+    reason="needs the agents extra: pip install 'fastmcp-temporal[agents]'",
+)
+
+from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+
+from examples.pydantic_ai_agent.agent import TriageTicket
+from examples.pydantic_ai_agent.server import build
+
+
+async def approve(message: str, response_type: Any, params: Any, context: Any) -> ElicitResult:
+    assert message == "The agent suggests 'escalate: enterprise customer'. Go ahead?"
+    return ElicitResult(action="accept", content={"approve": True})
+
+
+async def test_a_pydantic_ai_agent_runs_durably_inside_a_workflow_tool(
+    temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    server = build(client=temporal_client, task_queue=task_queue, data_dir=tmp_path)
+    async with http_client(server, elicitation_handler=approve) as client:
+        task = await call_tool_task(client, "triage_ticket", {"ticket": "login broken"})
+        result = await task.result(timeout=60)
+    assert result.structured_content == {
+        "ticket": "login broken",
+        "verdict": "escalate: enterprise customer",
+        "approved": True,
+    }
+    body = temporal_client.get_workflow_handle(f"{workflow_id_for(task.task_id, None)}-body")
+    history = await body.fetch_history()
+    scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    activities = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == scheduled
+    ]
+    assert activities == [
+        "agent__triage__model_request",
+        "agent__triage__toolset__<agent>__call_tool",
+        "agent__triage__model_request",
+    ]
+    # The agent's steps replay from the history, as the next worker would run them.
+    replayer = Replayer(
+        workflows=[],
+        plugins=[McpTasksPlugin(FastMCP("replay"), workflows=[TriageTicket]), PydanticAIPlugin()],
+    )
+    assert (await replayer.replay_workflow(history)).replay_failure is None
