@@ -7,6 +7,7 @@ workflow's history, beside our ``ask`` (a signal) and ``report_progress``.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from temporalio.worker import Replayer
 
 from fastmcp_temporal import McpTasksPlugin
 from fastmcp_temporal.client import call_tool_task
+from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.engine import workflow_id_for
 from tests.conftest import http_client
 
@@ -27,7 +29,7 @@ pytest.importorskip(
     reason="needs the agents extra: pip install 'fastmcp-temporal[agents]'",
 )
 
-from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+from pydantic_ai.durable_exec.temporal import PydanticAIPayloadConverter, PydanticAIPlugin
 
 from examples.pydantic_ai_agent.agent import TriageTicket
 from examples.pydantic_ai_agent.server import build
@@ -38,9 +40,20 @@ async def approve(message: str, response_type: Any, params: Any, context: Any) -
     return ElicitResult(action="accept", content={"approve": True})
 
 
+@pytest.mark.parametrize("converter", ["ours", "pydantic-ai's"])
 async def test_a_pydantic_ai_agent_runs_durably_inside_a_workflow_tool(
-    temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+    temporal_client: TemporalClient, task_queue: str, tmp_path: Path, converter: str
 ) -> None:
+    """With our converter (what ``TemporalTasks`` connects with) or pydantic-ai's
+    subclass of it (a client the user connects)."""
+    if converter == "pydantic-ai's":
+        temporal_client = await TemporalClient.connect(
+            temporal_client.service_client.config.target_host,
+            namespace=temporal_client.namespace,
+            data_converter=dataclasses.replace(
+                task_data_converter(), payload_converter_class=PydanticAIPayloadConverter
+            ),
+        )
     server = build(client=temporal_client, task_queue=task_queue, data_dir=tmp_path)
     async with http_client(server, elicitation_handler=approve) as client:
         task = await call_tool_task(client, "triage_ticket", {"ticket": "login broken"})
