@@ -8,17 +8,18 @@ workflow's history, beside our ``ask`` (a signal) and ``report_progress``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fastmcp import FastMCP
+from fastmcp import Client, FastMCP
 from fastmcp.client.elicitation import ElicitResult
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Replayer
 
-from fastmcp_temporal import McpTasksPlugin
+from fastmcp_temporal import McpTasksPlugin, TemporalTasks, workflow_tool
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.engine import workflow_id_for
@@ -82,3 +83,25 @@ async def test_a_pydantic_ai_agent_runs_durably_inside_a_workflow_tool(
         plugins=[McpTasksPlugin(FastMCP("replay"), workflows=[TriageTicket]), PydanticAIPlugin()],
     )
     assert (await replayer.replay_workflow(history)).replay_failure is None
+
+
+async def test_the_deprecated_temporal_agent_wrapper_composes_too(
+    temporal_tasks: Callable[..., TemporalTasks], temporal_client: TemporalClient
+) -> None:
+    from tests.processes.pydantic_ai_workflows import WrappedAgentTool
+
+    server = FastMCP("wrapped")
+    server.add_extension(temporal_tasks(plugins=[PydanticAIPlugin()]))
+    server.add_tool(workflow_tool(WrappedAgentTool))
+    async with Client(server) as client:
+        task = await call_tool_task(client, "wrapped_agent_tool", {"prompt": "hello"})
+        result = await task.result(timeout=60)
+    assert result.data == "wrapped agent read: hello"
+    body = temporal_client.get_workflow_handle(f"{workflow_id_for(task.task_id, None)}-body")
+    scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    activities = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        async for e in body.fetch_history_events()
+        if e.event_type == scheduled
+    ]
+    assert activities == ["agent__wrapped__model_request"]
