@@ -16,12 +16,12 @@ from typing import Any
 from fastmcp import FastMCP
 
 from fastmcp_temporal import LegPolicy, RemoteServer, TemporalTasks, _compat, workflow_tool
-from tests.processes.remote_workflows import CallRemote, FanOut, ListRemoteTools
+from tests.processes.remote_workflows import CallRemote, FanOut, ListRemoteTools, RemoteTour
 
 
 def tools() -> FastMCP:
     mcp = FastMCP("remote-caller-tools")
-    for workflow_class in (CallRemote, FanOut, ListRemoteTools):
+    for workflow_class in (CallRemote, FanOut, ListRemoteTools, RemoteTour):
         mcp.add_tool(workflow_tool(workflow_class))
     return mcp
 

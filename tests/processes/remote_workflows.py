@@ -80,3 +80,32 @@ class ListRemoteTools:
     @workflow.run
     async def run(self) -> list[str]:
         return sorted(tool.name for tool in await remote("peer").list_tools())
+
+
+@workflow.defn
+class RemoteTour:
+    """Every kind of remote step once: the replay gate's recorded history.
+
+    Lists tools, fans out three synchronous calls, follows a remote task (its
+    progress relayed) and one that asks a question (relayed to our client),
+    and catches a remote task's failure.
+    """
+
+    @workflow.run
+    async def run(self, marker_dir: str) -> list[str]:
+        peer = remote("peer", **_options(5))
+        names = [tool.name for tool in await peer.list_tools()]
+        echoes = await asyncio.gather(*(peer.call_tool("echo", {"text": str(i)}) for i in range(3)))
+        waited, asked = await asyncio.gather(
+            peer.call_tool("count_and_wait", {"marker_dir": marker_dir, "tag": "tour"}),
+            peer.call_tool("ask_color", {"marker_dir": marker_dir, "tag": "tour"}),
+        )
+        try:
+            await peer.call_tool("fail_hard", {"reason": "tour"})
+            failure = "no failure"
+        except RemoteTaskError as err:
+            failure = err.status
+        texts = [
+            " ".join(getattr(b, "text", "") for b in r.content) for r in (*echoes, waited, asked)
+        ]
+        return [str(len(names)), *texts, failure]
