@@ -147,6 +147,16 @@ ClientFactory = Callable[[], Client[Any]]
 RemoteServers = Mapping[str, RemoteServer | ClientFactory]
 
 
+#: Every connection a worker of this process was configured with: function tools
+#: (``remote_step``) call remotes from inside a leg, where no workflow names them.
+_IN_THIS_PROCESS: dict[str, RemoteServer | ClientFactory] = {}
+
+
+def configured_here() -> RemoteMcpActivities:
+    """The remote-call operations over this process's configured connections."""
+    return RemoteMcpActivities(_IN_THIS_PROCESS)
+
+
 def _tasks_extension() -> list[TasksClientExtension] | None:
     # The peer registers its own tasks extension on every Client when imported: two would clash.
     return None if "fastmcp_tasks" in sys.modules else [TasksClientExtension()]
@@ -157,6 +167,7 @@ class RemoteMcpActivities:
 
     def __init__(self, servers: RemoteServers) -> None:
         self._servers = dict(servers)
+        _IN_THIS_PROCESS.update(self._servers)
         self.activities: list[Callable[..., Any]] = [
             self.list_tools,
             self.call_tool,
@@ -215,6 +226,13 @@ class RemoteMcpActivities:
         if previous:
             recorded = RemoteTaskState.model_validate(previous[0])
             return RemoteCallOutcome(task=recorded)
+        outcome = await self.start_call(call)
+        if outcome.task is not None:
+            activity.heartbeat(outcome.task.model_dump(mode="json"))
+        return outcome
+
+    async def start_call(self, call: RemoteCall) -> RemoteCallOutcome:
+        """``tools/call`` with the tasks extension declared: a result, or the created task."""
         async with self._session(call, call.tool) as client:
             raw = await client.session.call_tool(
                 name=call.tool, arguments=call.arguments, allow_claimed=True
@@ -228,7 +246,6 @@ class RemoteMcpActivities:
                 poll_interval_ms=created.poll_interval_ms,
                 ttl_ms=created.ttl_ms,
             )
-            activity.heartbeat(state.model_dump(mode="json"))
             return RemoteCallOutcome(task=state)
         return RemoteCallOutcome(
             result=raw.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -238,11 +255,12 @@ class RemoteMcpActivities:
     async def wait_task(self, wait: RemoteWait) -> RemoteTaskState:
         heartbeats = asyncio.create_task(_heartbeat_every_second())
         try:
-            return await self._wait(wait)
+            return await self.wait(wait)
         finally:
             heartbeats.cancel()
 
-    async def _wait(self, wait: RemoteWait) -> RemoteTaskState:
+    async def wait(self, wait: RemoteWait) -> RemoteTaskState:
+        """The remote task's next state worth acting on (see ``RemoteWait``)."""
         loop = asyncio.get_running_loop()
         progress_due = loop.time() + wait.progress_after_s if wait.progress_after_s else None
         answered = set(wait.answered)
@@ -302,6 +320,9 @@ class RemoteMcpActivities:
 
     @activity.defn(name=CANCEL_TASK_ACTIVITY)
     async def cancel_task(self, cancel: RemoteCancel) -> None:
+        await self.cancel(cancel)
+
+    async def cancel(self, cancel: RemoteCancel) -> None:
         async with self._session(cancel) as client:
             await cancel_task(client.session, cancel.task_id)
 

@@ -10,6 +10,7 @@ Clients: ``fastmcp_temporal.client`` (``TasksClientExtension``, ``call_tool_task
 """
 
 from fastmcp_temporal.activities.remote_mcp import RemoteServer
+from fastmcp_temporal.activities.remote_steps import remote_step
 from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.client import TasksClientExtension, ToolTask, call_tool_task
 from fastmcp_temporal.server.devserver import DevServer
@@ -32,6 +33,7 @@ __all__ = [
     "ToolTask",
     "WorkerVersioning",
     "call_tool_task",
+    "remote_step",
     "workflow_tool",
     "workflow_tool_parts",
 ]

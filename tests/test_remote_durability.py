@@ -188,3 +188,39 @@ async def test_the_recorded_remote_tour_replays(suffix: str) -> None:
     history = load_history(f"{RECORDED}{suffix}")
     result = await task_replayer(WORKFLOWS).replay_workflow(history)
     assert result.replay_failure is None
+
+
+async def test_a_function_tool_remote_step_reattaches_after_a_crash(
+    peer: RemotePeer,
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    """Part 2: ``remote_step`` records the remote task id as a checkpoint, so the
+    leg that re-runs after its worker died waits for the same remote task."""
+    first = spawn_orchestrator(temporal_server, task_queue, peer, tmp_path / "worker-1.log")
+    second: Process | None = None
+    try:
+        await first.wait_for_output("worker ready")
+        async with Client(front_end(temporal_client, task_queue, tools())) as client:
+            task = await call_tool_task(
+                client, "count_in_a_function_tool", {"marker_dir": str(tmp_path), "tag": "f"}
+            )
+            await eventually(lambda: lines(tmp_path / "runs-f.log") == ["run"])
+            await asyncio.sleep(1.5)  # the checkpoint leg ended; the waiting leg runs
+            first.signal(9)
+            first.popen.wait()
+            second = spawn_orchestrator(
+                temporal_server, task_queue, peer, tmp_path / "worker-2.log"
+            )
+            await second.wait_for_output("worker ready")
+            (tmp_path / "release-f").write_text("")
+            final = await task.wait(timeout=90)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+    assert final.status == "completed" and final.result is not None, final
+    assert final.result["content"][0]["text"] == "f done", final.result
+    assert lines(tmp_path / "runs-f.log") == ["run"], "one remote task, its body run once"

@@ -13,9 +13,17 @@ import asyncio
 import sys
 from typing import Any
 
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 
-from fastmcp_temporal import LegPolicy, RemoteServer, TemporalTasks, _compat, workflow_tool
+from fastmcp_temporal import (
+    LegPolicy,
+    RemoteServer,
+    Steps,
+    TemporalTasks,
+    _compat,
+    remote_step,
+    workflow_tool,
+)
 from tests.processes.remote_workflows import CallRemote, FanOut, ListRemoteTools, RemoteTour
 
 
@@ -23,6 +31,16 @@ def tools() -> FastMCP:
     mcp = FastMCP("remote-caller-tools")
     for workflow_class in (CallRemote, FanOut, ListRemoteTools, RemoteTour):
         mcp.add_tool(workflow_tool(workflow_class))
+
+    @mcp.tool(task=True)
+    async def count_in_a_function_tool(marker_dir: str, tag: str, ctx: Context) -> str:
+        """Part 2: a function tool's body calls a remote task as a durable step."""
+        steps = Steps(ctx)
+        result = await remote_step(
+            steps, "peer", "count_and_wait", {"marker_dir": marker_dir, "tag": tag}
+        )
+        return " ".join(getattr(block, "text", "") for block in result.content)
+
     return mcp
 
 
