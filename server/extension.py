@@ -57,6 +57,7 @@ from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
+from fastmcp_temporal.activities.remote_mcp import RemoteServers
 from fastmcp_temporal.server import connection, routing, scope, telemetry, wire_production
 from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR
@@ -70,6 +71,7 @@ from fastmcp_temporal.server.previous_queue import (
     report_unpolled_queues,
     serving_previous_queue,
 )
+from fastmcp_temporal.server.remote_plugin import RemoteMcpPlugin
 from fastmcp_temporal.server.scope import task_scope
 from fastmcp_temporal.server.signals import sigterm_unwinds
 from fastmcp_temporal.server.starter import ToolOptions
@@ -155,6 +157,10 @@ class TemporalTasks(ServerExtension):
             past the threshold go (a directory, default ``<data_dir>/payloads``;
             ``"s3://bucket"``; a ``StorageDriver``), and the largest one a task
             may carry; see ``fastmcp_temporal.server.payload_store``.
+        remote_servers: Named connections to other MCP servers (``RemoteServer``
+            or a factory of ``fastmcp.Client``) that workflow tools call with
+            ``remote(name)``; they stay on the worker, out of history. See
+            ``docs/guides/remote-mcp.md``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -189,6 +195,7 @@ class TemporalTasks(ServerExtension):
         payload_store: str | StorageDriver | None = None,
         payload_threshold: int | None = None,
         max_payload_bytes: int | None = None,
+        remote_servers: RemoteServers | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
@@ -225,6 +232,7 @@ class TemporalTasks(ServerExtension):
         self._mrtr_window = mrtr_window
         self._worker_options = dict(worker_options or {})
         self._plugins = tuple(plugins)
+        self._remote_servers = dict(remote_servers or {})
         self._versioning = versioning
         self._engine: TaskEngine | None = None
         self._dev_server: EmbeddedServer | None = None
@@ -394,7 +402,10 @@ class TemporalTasks(ServerExtension):
                         versioning=versioning,
                         max_payload_bytes=payloads.max_payload_bytes,
                     )
-                    plugins = [plugin, *self._plugins]
+                    plugins: list[WorkerPlugin] = [plugin]
+                    if self._remote_servers:
+                        plugins.append(RemoteMcpPlugin(self._remote_servers))
+                    plugins.extend(self._plugins)
                     return Worker(client, task_queue=queue, plugins=plugins, **options)
 
                 await stack.enter_async_context(new_worker(task_queue))

@@ -1,6 +1,6 @@
 """The task state machine (deterministic workflow code), its boundary models, and
 the helpers a workflow tool uses inside its workflow (``ask``, ``sample``,
-``report_progress``, ``caller``)."""
+``report_progress``, ``caller``, ``remote``)."""
 
 from fastmcp_temporal.workflows.models import (
     Caller,
@@ -12,6 +12,13 @@ from fastmcp_temporal.workflows.models import (
     TaskStart,
     TaskStatus,
     TaskView,
+)
+from fastmcp_temporal.workflows.remote import (
+    RemoteError,
+    RemoteTaskError,
+    RemoteToolError,
+    RemoteUnavailable,
+    remote,
 )
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
 from fastmcp_temporal.workflows.tool_helpers import (
@@ -33,6 +40,10 @@ __all__ = [
     "LegRequest",
     "McpTaskWorkflow",
     "McpToolTaskWorkflow",
+    "RemoteError",
+    "RemoteTaskError",
+    "RemoteToolError",
+    "RemoteUnavailable",
     "SamplingError",
     "SamplingRefused",
     "SamplingResult",
@@ -41,6 +52,7 @@ __all__ = [
     "TaskView",
     "ask",
     "caller",
+    "remote",
     "report_progress",
     "sample",
 ]
