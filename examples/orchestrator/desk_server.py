@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import Any
 
 import mcp_types
 from fastmcp import Context, FastMCP
@@ -25,14 +26,10 @@ from examples.orchestrator.models import (
 )
 from fastmcp_temporal import TemporalTasks
 
-mcp = FastMCP("support desk")
-mcp.add_extension(TemporalTasks())
-
 #: Seconds each half of the investigation takes (a stand-in for real work).
 WORK_S = 1.0
 
 
-@mcp.tool(task=TaskConfig(mode="required"))
 async def investigate(ticket: str, component: str, ctx: Context) -> Investigation:
     """Investigate a ticket: read the logs, ask which environment, check it."""
     answer = (ctx.input_responses or {}).get("environment")
@@ -71,28 +68,36 @@ async def investigate(ticket: str, component: str, ctx: Context) -> Investigatio
     )
 
 
-@mcp.tool
 def customer_history(email: str) -> CustomerHistory:
     """The customer's plan and open tickets."""
     return CustomerHistory(email=email, plan="enterprise", open_tickets=2)
 
 
-@mcp.tool
 def service_status(component: str) -> ServiceStatus:
     """Is the component healthy right now?"""
     return ServiceStatus(component=component, healthy=False, incident="INC-1042")
 
 
-@mcp.tool
 def similar_tickets(summary: str) -> SimilarTickets:
     """Recent tickets that read like this one."""
     return SimilarTickets(tickets=["T-881 login loops after deploy", "T-874 SSO timeouts"])
 
 
+def build(**tasks_options: Any) -> FastMCP:
+    """The desk; ``tasks_options`` go to ``TemporalTasks`` (e.g. its task queue)."""
+    mcp = FastMCP("support desk")
+    mcp.add_extension(TemporalTasks(**tasks_options))
+    mcp.tool(task=TaskConfig(mode="required"))(investigate)
+    for plain_tool in (customer_history, service_status, similar_tickets):
+        mcp.tool(plain_tool)
+    return mcp
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=8011)
+    parser.add_argument("--task-queue", help="default: the embedded Temporal's queue for the desk")
     args = parser.parse_args()
-    mcp.run(
+    build(task_queue=args.task_queue).run(
         transport="http", host="127.0.0.1", port=args.port, show_banner=False, log_level="warning"
     )

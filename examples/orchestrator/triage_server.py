@@ -9,6 +9,7 @@ workflow history: the workflow only knows the name ``"desk"``.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from fastmcp import FastMCP
 
@@ -16,9 +17,11 @@ from examples.orchestrator.triage import TriageAgent
 from fastmcp_temporal import RemoteServer, TemporalTasks, workflow_tool
 
 
-def build(desk_url: str) -> FastMCP:
+def build(desk_url: str, **tasks_options: Any) -> FastMCP:
+    """The orchestrator; ``tasks_options`` go to ``TemporalTasks`` (tests pick their Temporal)."""
     mcp = FastMCP("triage")
-    mcp.add_extension(TemporalTasks(remote_servers={"desk": RemoteServer.http(desk_url)}))
+    desk = RemoteServer.http(desk_url)
+    mcp.add_extension(TemporalTasks(remote_servers={"desk": desk}, **tasks_options))
     mcp.add_tool(workflow_tool(TriageAgent))
     return mcp
 
