@@ -26,19 +26,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 from fastmcp import Client
-from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from mcp.shared.exceptions import MCPError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from fastmcp_temporal.client import TasksClientExtension
+from fastmcp_temporal.activities.remote_connections import (
+    ClientFactory,
+    Connections,
+    RemoteServer,
+    RemoteServers,
+)
 from fastmcp_temporal.client_wire import (
     TEMPORAL_UNAVAILABLE,
     CreatedTask,
@@ -75,78 +77,6 @@ _POLL_FLOOR_S = 0.05
 _DEFAULT_POLL_S = 1.0
 
 
-@dataclass(frozen=True)
-class RemoteServer:
-    """How the worker reaches one MCP server: streamable HTTP or a stdio command.
-
-    The token and headers are never put in workflow history (nor in this
-    object's ``repr``).
-    """
-
-    url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    bearer_token: str | None = field(default=None, repr=False)
-    command: str | None = None
-    args: Sequence[str] = ()
-    env: Mapping[str, str] | None = field(default=None, repr=False)
-    cwd: str | None = None
-
-    @classmethod
-    def http(
-        cls, url: str, *, headers: Mapping[str, str] | None = None, bearer_token: str | None = None
-    ) -> RemoteServer:
-        return cls(url=url, headers=dict(headers or {}), bearer_token=bearer_token)
-
-    @classmethod
-    def stdio(
-        cls,
-        command: str,
-        args: Sequence[str] = (),
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> RemoteServer:
-        return cls(command=command, args=tuple(args), env=env, cwd=cwd)
-
-    def __post_init__(self) -> None:
-        if (self.url is None) == (self.command is None):
-            raise ValueError("A RemoteServer has either a url (HTTP) or a command (stdio)")
-
-    def http_headers(self) -> dict[str, str]:
-        headers = dict(self.headers)
-        if self.bearer_token:
-            headers["Authorization"] = f"Bearer {self.bearer_token}"
-        return headers
-
-    def client(self) -> Client[Any]:
-        transport: StreamableHttpTransport | StdioTransport
-        if self.url is not None:
-            transport = StreamableHttpTransport(self.url, headers=self.http_headers())
-        else:
-            assert self.command is not None
-            env = dict(self.env) if self.env is not None else None
-            transport = StdioTransport(self.command, list(self.args), env=env, cwd=self.cwd)
-        return Client(
-            transport,
-            extensions=_tasks_extension(),
-            elicitation_handler=_relayed_through_tasks_only,
-            sampling_handler=_relayed_through_tasks_only,
-        )
-
-
-async def _relayed_through_tasks_only(*args: Any) -> Any:
-    """Declares elicitation and sampling, so a remote *task* may ask for them (we relay
-    its requests to our own client from ``tasks/get``); a synchronous call that asks
-    in-band is refused: only task calls are durable enough to wait for a person."""
-    raise RuntimeError(
-        "A synchronous remote tool asked for input: only remote tasks can (make the tool a task)"
-    )
-
-
-ClientFactory = Callable[[], Client[Any]]
-RemoteServers = Mapping[str, RemoteServer | ClientFactory]
-
-
 #: Every connection a worker of this process was configured with: function tools
 #: (``remote_step``) call remotes from inside a leg, where no workflow names them.
 _IN_THIS_PROCESS: dict[str, RemoteServer | ClientFactory] = {}
@@ -154,19 +84,21 @@ _IN_THIS_PROCESS: dict[str, RemoteServer | ClientFactory] = {}
 
 def configured_here() -> RemoteMcpActivities:
     """The remote-call operations over this process's configured connections."""
-    return RemoteMcpActivities(_IN_THIS_PROCESS)
+    global _HERE
+    if _HERE is None or _HERE.connections.servers != _IN_THIS_PROCESS:
+        _HERE = RemoteMcpActivities(_IN_THIS_PROCESS)
+    return _HERE
 
 
-def _tasks_extension() -> list[TasksClientExtension] | None:
-    # The peer registers its own tasks extension on every Client when imported: two would clash.
-    return None if "fastmcp_tasks" in sys.modules else [TasksClientExtension()]
+_HERE: RemoteMcpActivities | None = None
 
 
 class RemoteMcpActivities:
     """The remote-call activities, bound to this worker's named connections."""
 
-    def __init__(self, servers: RemoteServers) -> None:
-        self._servers = dict(servers)
+    def __init__(self, servers: RemoteServers | Connections) -> None:
+        self.connections = servers if isinstance(servers, Connections) else Connections(servers)
+        self._servers = self.connections.servers
         _IN_THIS_PROCESS.update(self._servers)
         self.activities: list[Callable[..., Any]] = [
             self.list_tools,
@@ -187,9 +119,8 @@ class RemoteMcpActivities:
                 type=UNAVAILABLE_TYPE,
                 non_retryable=True,
             )
-        client = spec.client() if isinstance(spec, RemoteServer) else spec()
         try:
-            async with client:
+            async with self.connections.client(request.server) as client:
                 yield client
         except ApplicationError:
             raise
@@ -266,13 +197,20 @@ class RemoteMcpActivities:
         answered = set(wait.answered)
         spec = self._servers.get(wait.server)
         async with self._session(wait, wait.tool) as client:
-            state = await self._get(client, wait)
             feed: asyncio.Queue[RemoteTaskState | BaseException] = asyncio.Queue()
             listens = isinstance(spec, RemoteServer) and spec.url is not None
             producer = asyncio.create_task(
-                _listen_or_poll(client, spec if listens else None, wait, state, feed, self._get)
+                _listen_or_poll(
+                    client,
+                    (self.connections.http(), spec) if listens else None,
+                    wait,
+                    feed,
+                    self._get,
+                )
             )
             try:
+                # A listen stream's first frame is the task as it is now; else the first poll.
+                state = _checked(await feed.get())
                 while True:
                     if state.status in REMOTE_TERMINAL or state.new_requests(answered):
                         return state
@@ -287,12 +225,9 @@ class RemoteMcpActivities:
                         if timeout <= 0:
                             return state
                     try:
-                        item = await asyncio.wait_for(feed.get(), timeout)
+                        state = _checked(await asyncio.wait_for(feed.get(), timeout))
                     except TimeoutError:
                         continue
-                    if isinstance(item, BaseException):
-                        raise item
-                    state = item
             finally:
                 producer.cancel()
                 with contextlib.suppress(BaseException):
@@ -346,26 +281,32 @@ async def _heartbeat_every_second() -> None:
         await asyncio.sleep(1)
 
 
+def _checked(item: RemoteTaskState | BaseException) -> RemoteTaskState:
+    if isinstance(item, BaseException):
+        raise item
+    return item
+
+
 async def _listen_or_poll(
     client: Client[Any],
-    server: RemoteServer | None,
+    listen: tuple[httpx.AsyncClient, RemoteServer] | None,
     wait: RemoteWait,
-    first: RemoteTaskState,
     feed: asyncio.Queue[RemoteTaskState | BaseException],
     get: Callable[[Client[Any], RemoteWait], Any],
 ) -> None:
     """Feed every new state of the task: from a listen stream, else by polling."""
     try:
-        if server is not None and server.url is not None:
-            async for state in _listen(server, wait.task_id):
+        if listen is not None:
+            async for state in _listen(*listen, wait.task_id):
                 await feed.put(state)
-        # No listen (or the stream ended without the end): poll.
-        delay = _POLL_FLOOR_S
-        interval = (first.poll_interval_ms or 0) / 1000 or _DEFAULT_POLL_S
+        # No listen (or the stream ended before the task did): poll, from at once up
+        # to the task's pollIntervalMs.
+        delay = 0.0
         while True:
             await asyncio.sleep(delay)
             state = await get(client, wait)
             await feed.put(state)
+            interval = (state.poll_interval_ms or 0) / 1000 or _DEFAULT_POLL_S
             delay = min(max(delay * 2, _POLL_FLOOR_S), interval)
     except asyncio.CancelledError:
         raise
@@ -373,7 +314,9 @@ async def _listen_or_poll(
         await feed.put(err)
 
 
-async def _listen(server: RemoteServer, task_id: str) -> AsyncIterator[RemoteTaskState]:
+async def _listen(
+    http: httpx.AsyncClient, server: RemoteServer, task_id: str
+) -> AsyncIterator[RemoteTaskState]:
     """``subscriptions/listen`` for one task; ends quietly if the remote does not serve it."""
     assert server.url is not None
     body = {
@@ -395,11 +338,7 @@ async def _listen(server: RemoteServer, task_id: str) -> AsyncIterator[RemoteTas
         "MCP-Protocol-Version": PROTOCOL,
         "Mcp-Method": "subscriptions/listen",
     }
-    timeout = httpx.Timeout(10.0, read=None)
-    async with (
-        httpx.AsyncClient(timeout=timeout) as http,
-        http.stream("POST", server.url, json=body, headers=headers) as response,
-    ):
+    async with http.stream("POST", server.url, json=body, headers=headers) as response:
         if response.status_code != 200 or not response.headers.get("content-type", "").startswith(
             "text/event-stream"
         ):

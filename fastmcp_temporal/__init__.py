@@ -9,7 +9,7 @@ mcp.add_extension(TemporalTasks())
 Clients: ``fastmcp_temporal.client`` (``TasksClientExtension``, ``call_tool_task``).
 """
 
-from fastmcp_temporal.activities.remote_mcp import RemoteServer
+from fastmcp_temporal.activities.remote_connections import RemoteServer
 from fastmcp_temporal.activities.remote_steps import remote_step
 from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.client import TasksClientExtension, ToolTask, call_tool_task

@@ -57,7 +57,7 @@ from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
-from fastmcp_temporal.activities.remote_mcp import RemoteServers
+from fastmcp_temporal.activities.remote_connections import RemoteServers
 from fastmcp_temporal.server import connection, routing, scope, telemetry, wire_production
 from fastmcp_temporal.server.codec import task_data_converter
 from fastmcp_temporal.server.devserver import DEFAULT_DATA_DIR

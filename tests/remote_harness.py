@@ -18,7 +18,6 @@ from temporalio.client import Client as TemporalClient
 from fastmcp_temporal import LegPolicy, TemporalTasks
 from fastmcp_temporal.client import TasksClientExtension, TaskState, call_tool_task
 from tests.processes.remote_caller import connections, tools
-from tests.processes.remote_peer import READY
 from tests.processes.running import Process
 
 #: The remote requires it; only the worker's connection knows it.
@@ -43,15 +42,26 @@ class RemotePeer:
         self.starts = 0
 
     async def start(self) -> None:
-        self.starts += 1
-        args = [sys.executable, "-m", "tests.processes.remote_peer", "--kind", self.kind]
-        args += ["--port", str(self.port), "--token", TOKEN]
-        if self.kind == "ours":
-            args += ["--address", self.address, "--task-queue", self.task_queue]
-        log = self.log_dir / f"remote-{self.kind}-{self.starts}.log"
-        self.process = Process(f"remote {self.kind}", args, {}, log)
-        await self.process.wait_for_output(READY)
-        await self.process.wait_for_port(self.port)
+        """Start (or restart, on the same port) the remote; a first start whose port was
+        taken meanwhile by another process on this shared machine picks another."""
+        for _ in range(3):
+            self.starts += 1
+            args = [sys.executable, "-m", "tests.processes.remote_peer", "--kind", self.kind]
+            args += ["--port", str(self.port), "--token", TOKEN]
+            if self.kind == "ours":
+                args += ["--address", self.address, "--task-queue", self.task_queue]
+            log = self.log_dir / f"remote-{self.kind}-{self.starts}.log"
+            self.process = Process(f"remote {self.kind}", args, {}, log)
+            try:
+                await self.process.wait_for_output("Uvicorn running on")
+                return
+            except AssertionError:
+                if "address already in use" not in self.process.output() or self.starts > 1:
+                    raise
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}/mcp"
+                self.starts = 0
+        raise AssertionError("no free port for the remote")
 
     def kill(self) -> None:
         if self.process is not None:
