@@ -105,3 +105,29 @@ async def test_the_deprecated_temporal_agent_wrapper_composes_too(
         if e.event_type == scheduled
     ]
     assert activities == ["agent__wrapped__model_request"]
+
+
+async def test_an_agent_failure_ends_the_task_with_is_error(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    """pydantic-ai's plugin makes its run errors fail the workflow (not the workflow
+    task, which would retry forever): our task then ends isError, with the message."""
+    from tests.processes.pydantic_ai_workflows import OverBudgetAgentTool
+
+    server = FastMCP("over budget")
+    server.add_extension(temporal_tasks(plugins=[PydanticAIPlugin()]))
+    server.add_tool(workflow_tool(OverBudgetAgentTool))
+    async with Client(server) as client:
+        task = await call_tool_task(
+            client, "over_budget_agent_tool", {"prompt": "hi"}, raise_on_error=False
+        )
+        result = await task.result(timeout=60)
+        final = await task.status()
+    assert final.status == "completed" and result.is_error
+    assert "request_limit" in str(result.content[0]), result.content
+
+
+def test_a_clone_shares_the_plugins() -> None:
+    """``clone`` deep-copies an extension's settings; plugins (which hold agents) are shared."""
+    plugin = PydanticAIPlugin()
+    assert TemporalTasks(plugins=[plugin]).clone()._plugins == (plugin,)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 
-from pydantic_ai import Agent, ModelMessage, ModelResponse, TextPart
+from pydantic_ai import Agent, ModelMessage, ModelResponse, TextPart, UsageLimits
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from temporalio import workflow
 
@@ -33,3 +33,14 @@ class WrappedAgentTool:
     @workflow.run
     async def run(self, prompt: str) -> str:
         return (await wrapped_agent.run(prompt)).output
+
+
+@workflow.defn
+class OverBudgetAgentTool:
+    """Run the agent with no model requests allowed: pydantic-ai raises ``UsageLimitExceeded``."""
+
+    __pydantic_ai_agents__ = (wrapped_agent,)
+
+    @workflow.run
+    async def run(self, prompt: str) -> str:
+        return (await wrapped_agent.run(prompt, usage_limits=UsageLimits(request_limit=0))).output
