@@ -62,6 +62,11 @@ class Steps:
         self._done: dict[str, Any] = _load(ctx.request_state)
 
     @property
+    def ctx(self) -> Context:
+        """The tool call's ``Context`` (helpers built on steps report progress through it)."""
+        return self._ctx
+
+    @property
     def finished(self) -> list[str]:
         """Names of the steps that already ran, in order."""
         return list(self._done)

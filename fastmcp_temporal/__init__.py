@@ -9,6 +9,8 @@ mcp.add_extension(TemporalTasks())
 Clients: ``fastmcp_temporal.client`` (``TasksClientExtension``, ``call_tool_task``).
 """
 
+from fastmcp_temporal.activities.remote_connections import RemoteServer
+from fastmcp_temporal.activities.remote_steps import remote_step
 from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.client import TasksClientExtension, ToolTask, call_tool_task
 from fastmcp_temporal.server.core.codec import task_data_converter
@@ -21,6 +23,7 @@ from fastmcp_temporal.server.protocol.idempotency import (
 )
 from fastmcp_temporal.server.tasks.fairness import FairnessCaller
 from fastmcp_temporal.server.temporal.plugin import McpTasksPlugin
+from fastmcp_temporal.server.temporal.remote_plugin import RemoteMcpPlugin
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.server.temporal.workflow_tools import workflow_tool, workflow_tool_parts
 from fastmcp_temporal.workflows.models import LegPolicy
@@ -32,6 +35,8 @@ __all__ = [
     "FairnessCaller",
     "LegPolicy",
     "McpTasksPlugin",
+    "RemoteMcpPlugin",
+    "RemoteServer",
     "Steps",
     "TasksClientExtension",
     "TemporalTasks",
@@ -39,6 +44,7 @@ __all__ = [
     "ToolTask",
     "WorkerVersioning",
     "call_tool_task",
+    "remote_step",
     "task_data_converter",
     "workflow_tool",
     "workflow_tool_parts",

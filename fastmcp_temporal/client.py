@@ -44,6 +44,7 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.session import ClientRequestContext, ClientSession, ElicitationFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.client_wire import (
@@ -74,6 +75,9 @@ _NO_HANDLER = (
     "requires input but the client has no elicitation handler; "
     "pass elicitation_handler= to Client() to drive tasks that ask for input."
 )
+#: The input a task may ask for, and that this client answers.
+_ANSWERABLE = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+_INPUT_REQUEST: TypeAdapter[mcp_types.InputRequest] = TypeAdapter(mcp_types.InputRequest)
 
 
 # -- driving a task to its end --------------------------------------------------
@@ -160,22 +164,33 @@ async def _answer(
     deadline: _Deadline,
     what: str,
 ) -> None:
-    """Answer each elicitation the task asks for with the client's handler, in one update."""
-    if callback is _no_elicitation_handler:
-        raise ToolError(f"Task {state.task_id} {_NO_HANDLER}")
+    """Answer every input the task asks for, in one update.
+
+    Elicitation goes to ``callback`` (the client's handler the extension was
+    bound to); sampling and roots to the session's own callbacks (a FastMCP
+    ``Client``'s ``sampling_handler`` / ``roots``), as the SDK routes a
+    synchronous ``InputRequiredResult``. A handler that declines (``ErrorData``)
+    raises ``ToolError``: an input response has no error variant on the wire,
+    so the task stays ``input_required`` until it is cancelled or expires.
+    """
     responses: dict[str, Any] = {}
-    for key, request in (state.input_requests or {}).items():
-        method = request.get("method") if isinstance(request, dict) else None
-        if method != "elicitation/create":
+    for key, payload in (state.input_requests or {}).items():
+        method = payload.get("method") if isinstance(payload, dict) else None
+        if method not in _ANSWERABLE:
             raise ToolError(
-                f"Task {state.task_id} asks for {method!r}, which this client cannot answer "
-                "(only elicitation is answered on the 2026-07-28 protocol)"
+                f"Task {state.task_id} asks for {method!r}, which this client cannot answer"
             )
-        elicit = mcp_types.ElicitRequest.model_validate(request)
+        request = _INPUT_REQUEST.validate_python(payload)
         context = ClientRequestContext(session=session, request_id=f"task-{state.task_id}-{key}")
-        answer = await asyncio.wait_for(callback(context, elicit.params), deadline.left(what))
+        if isinstance(request, mcp_types.ElicitRequest):
+            if callback is _no_elicitation_handler:  # as fastmcp-tasks' client half says it
+                raise ToolError(f"Task {state.task_id} {_NO_HANDLER}")
+            pending = callback(context, request.params)
+        else:
+            pending = session.dispatch_input_request(context, request)
+        answer = await asyncio.wait_for(pending, deadline.left(what))
         if isinstance(answer, mcp_types.ErrorData):
-            raise ToolError(f"Elicitation for task {state.task_id} failed: {answer.message}")
+            raise ToolError(f"{method} for task {state.task_id} failed: {answer.message}")
         responses[key] = answer
     await _asking_again_while_busy(
         lambda: update_task(session, state.task_id, responses, deadline.left(what)),
@@ -205,8 +220,9 @@ class TasksClientExtension(ClientExtension):
     """Declares the tasks extension on every request and finishes tasked calls.
 
     ``client.call_tool`` on a task tool then polls the task to its end and
-    returns its result, answering input requests with ``elicitation_callback``
-    (pass the client's, or use ``enable_transparent_tasks``).
+    returns its result, answering input requests: elicitation with
+    ``elicitation_callback`` (pass the client's, or use ``enable_transparent_tasks``),
+    sampling and roots with the client's ``sampling_handler`` and ``roots``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -322,8 +338,9 @@ class ToolTask:
         """Drive the task to its end and return the result as ``client.call_tool`` would.
 
         Input requests are answered with the client's ``elicitation_handler``
-        (without one, they raise ``ToolError``). A failed or cancelled task raises
-        ``ToolError`` unless the handle was made with ``raise_on_error=False``.
+        (without one, they raise ``ToolError``), ``sampling_handler`` and
+        ``roots``. A failed or cancelled task raises ``ToolError`` unless the
+        handle was made with ``raise_on_error=False``.
         """
         if self._result is None:
             callback = _compat.client_elicitation_callback(self._client)

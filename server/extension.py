@@ -48,6 +48,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.client import Client
 from temporalio.converter import ExternalStorage, StorageDriver
 from temporalio.service import TLSConfig
+from temporalio.worker import Plugin as WorkerPlugin
 from temporalio.worker import Worker
 
 from fastmcp_temporal import _compat
@@ -55,6 +56,7 @@ from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
 )
+from fastmcp_temporal.activities.remote_connections import RemoteServers
 from fastmcp_temporal.server.core import metrics, scope
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.scope import task_scope
@@ -83,6 +85,7 @@ from fastmcp_temporal.server.temporal.previous_queue import (
     report_unpolled_queues,
     serving_previous_queue,
 )
+from fastmcp_temporal.server.temporal.remote_plugin import RemoteMcpPlugin
 from fastmcp_temporal.server.temporal.sigterm import sigterm_unwinds
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.server.temporal.workflow_tools import workflow_tool_parts
@@ -141,6 +144,9 @@ class TemporalTasks(ServerExtension):
             (an ``InputRequiredResult`` on ``tools/call``) before the client gets
             the task; see ``fastmcp_temporal.server.protocol.mrtr``.
         mrtr_window: How long ``tools/call`` watches such a tool's first leg.
+        plugins: Temporal worker plugins to run beside ours on this server's
+            worker, after ``McpTasksPlugin`` (so they see the workflow tools),
+            e.g. pydantic-ai's ``PydanticAIPlugin()``: see docs/guides/agents.md.
         versioning: This process's worker joins a Worker Deployment Version
             (deployment name + build id; tasks pinned to the build that started
             them by default). Default: ``TEMPORAL_DEPLOYMENT_NAME`` and
@@ -178,6 +184,10 @@ class TemporalTasks(ServerExtension):
             ``ToolOptions(max_open_tasks_per_caller=...)``. See
             ``fastmcp_temporal.server.tasks.quota``; idempotency keys:
             ``fastmcp_temporal.server.protocol.idempotency``.
+        remote_servers: Named connections to other MCP servers (``RemoteServer``
+            or a factory of ``fastmcp.Client``) that workflow tools call with
+            ``remote(name)``; they stay on the worker, out of history. See
+            ``docs/guides/remote-mcp.md``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -200,6 +210,7 @@ class TemporalTasks(ServerExtension):
         mrtr_first_tools: Collection[str] = (),
         mrtr_window: timedelta = timedelta(seconds=5),
         worker_options: dict[str, Any] | None = None,
+        plugins: Sequence[WorkerPlugin] = (),
         encryption_key: str | None = None,
         api_key: str | None = None,
         tls: bool | TLSConfig | None = None,
@@ -216,6 +227,7 @@ class TemporalTasks(ServerExtension):
         metrics_port: int | None = None,
         metrics_host: str | None = None,
         max_open_tasks_per_caller: int | None = None,
+        remote_servers: RemoteServers | None = None,
     ) -> None:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
@@ -264,19 +276,22 @@ class TemporalTasks(ServerExtension):
         self._mrtr_first_tools = frozenset(mrtr_first_tools)
         self._mrtr_window = mrtr_window
         self._worker_options = dict(worker_options or {})
+        self._plugins = tuple(plugins)
+        self._remote_servers = dict(remote_servers or {})
         self._versioning = versioning
         self._engine: TaskEngine | None = None
         self._dev_server: EmbeddedServer | None = None
 
     def clone(self) -> TemporalTasks:
-        """A copy for another server; a connected client is shared, never copied."""
-        client, self._client = self._client, None
+        """A copy for another server; a connected client and plugins are shared, never copied."""
+        client, plugins = self._client, self._plugins
+        self._client, self._plugins = None, ()
         try:
             twin = super().clone()
         finally:
-            self._client = client
+            self._client, self._plugins = client, plugins
         assert isinstance(twin, TemporalTasks)
-        twin._client = client
+        twin._client, twin._plugins = client, plugins
         twin._engine = None
         twin._dev_server = None
         return twin
@@ -440,7 +455,11 @@ class TemporalTasks(ServerExtension):
                         versioning=versioning,
                         max_payload_bytes=payloads.max_payload_bytes,
                     )
-                    return Worker(client, task_queue=queue, plugins=[plugin], **options)
+                    plugins: list[WorkerPlugin] = [plugin]
+                    if self._remote_servers:
+                        plugins.append(RemoteMcpPlugin(self._remote_servers))
+                    plugins.extend(self._plugins)
+                    return Worker(client, task_queue=queue, plugins=plugins, **options)
 
                 await stack.enter_async_context(new_worker(task_queue))
                 await stack.enter_async_context(sweeping(payloads, storage, client))

@@ -22,17 +22,20 @@ class ResearchAgent:
 client's typed answer (a signal to the task); ``report_progress`` becomes the
 task's ``statusMessage`` (written to this workflow's memo, which ``tasks/get``
 reads, so it never grows the task's history);
-``caller`` tells who created the task. All three are deterministic workflow code.
+``caller`` tells who created the task; ``sample`` asks the client's model (see
+its docstring). All are deterministic workflow code.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import mcp_types
 from pydantic import BaseModel, TypeAdapter
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 from fastmcp_temporal.workflows.models import (
     BODY_ANSWER_SIGNAL,
@@ -172,3 +175,108 @@ def _progress_board() -> _ProgressBoard:
 def caller() -> Caller:
     """Who created this task: their scope and identity, as the task recorded them."""
     return workflow.memo_value(CALLER_MEMO, type_hint=Caller)
+
+
+# -- the client's model as a step ---------------------------------------------------
+
+#: ``stopReason`` of a model that declined to answer (as Anthropic's API reports it).
+REFUSAL_STOP_REASON = "refusal"
+
+
+class SamplingError(ApplicationError):
+    """The client answered a sampling request with something that is not a model's message."""
+
+    def __init__(self, message: str, *, stop_reason: str | None = None) -> None:
+        super().__init__(message, type=type(self).__name__, non_retryable=True)
+        self.stop_reason = stop_reason
+
+
+class SamplingRefused(SamplingError):
+    """The client's model declined to answer (``stopReason: "refusal"``)."""
+
+
+class SamplingResult(BaseModel):
+    """What the client's model answered."""
+
+    #: Every text block of the answer, joined by blank lines ("" when none).
+    text: str
+    #: The answer's content blocks as the client sent them.
+    content: list[mcp_types.SamplingMessageContentBlock]
+    #: The model the client chose (it may ignore the server's preferences).
+    model: str
+    #: ``endTurn``, ``stopSequence``, ``maxTokens``, ``toolUse``, or the client's own.
+    stop_reason: str | None = None
+
+
+async def sample(
+    messages: str | Sequence[mcp_types.SamplingMessage | dict[str, Any]],
+    *,
+    system_prompt: str | None = None,
+    max_tokens: int = 1024,
+    temperature: float | None = None,
+    stop_sequences: Sequence[str] | None = None,
+    model_preferences: mcp_types.ModelPreferences | Sequence[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    key: str = "sample",
+) -> SamplingResult:
+    """Ask the model of the MCP client that created the task (``sampling/createMessage``).
+
+    The task reads ``input_required`` until the client answers: the server
+    holds no API key and picks no provider, the client's user does both. The
+    answer is a signal in the task's history, so a replay reads it again
+    instead of asking the model twice. Raises ``SamplingRefused`` when the
+    model declined, ``SamplingError`` for an answer that is not a model's
+    message; both are ``ApplicationError``s, so left uncaught they end the
+    task ``isError`` like any raised error. A client that will not sample
+    cannot say so on the wire (an input response has no error variant): the
+    task waits until the client cancels it or its TTL ends it.
+
+    ``messages``: a prompt (one user message) or the conversation so far.
+    ``model_preferences``: ``ModelPreferences``, or model name hints in order
+    (``["sonnet", "gpt"]``); advisory, as MCP says. ``key`` labels the request
+    in the task's ``inputRequests`` (the task makes it unique).
+    """
+    params = mcp_types.CreateMessageRequestParams(
+        messages=_messages(messages),
+        system_prompt=system_prompt,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        stop_sequences=list(stop_sequences) if stop_sequences is not None else None,
+        model_preferences=_preferences(model_preferences),
+        metadata=metadata,
+    )
+    answer = await ask(mcp_types.CreateMessageRequest(params=params), key=key)
+    if not isinstance(
+        answer, mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools
+    ):
+        raise SamplingError(f"The client answered sampling with a {type(answer).__name__}")
+    content = answer.content if isinstance(answer.content, list) else [answer.content]
+    if answer.stop_reason == REFUSAL_STOP_REASON:
+        raise SamplingRefused(
+            f"The client's model {answer.model!r} declined: {_text(content) or 'no reason given'}",
+            stop_reason=answer.stop_reason,
+        )
+    return SamplingResult(
+        text=_text(content), content=content, model=answer.model, stop_reason=answer.stop_reason
+    )
+
+
+def _messages(
+    messages: str | Sequence[mcp_types.SamplingMessage | dict[str, Any]],
+) -> list[mcp_types.SamplingMessage]:
+    if isinstance(messages, str):
+        prompt = mcp_types.TextContent(type="text", text=messages)
+        return [mcp_types.SamplingMessage(role="user", content=prompt)]
+    return [mcp_types.SamplingMessage.model_validate(m) for m in messages]
+
+
+def _preferences(
+    preferences: mcp_types.ModelPreferences | Sequence[str] | None,
+) -> mcp_types.ModelPreferences | None:
+    if preferences is None or isinstance(preferences, mcp_types.ModelPreferences):
+        return preferences
+    return mcp_types.ModelPreferences(hints=[mcp_types.ModelHint(name=n) for n in preferences])
+
+
+def _text(content: Sequence[mcp_types.SamplingMessageContentBlock]) -> str:
+    return "\n\n".join(b.text for b in content if isinstance(b, mcp_types.TextContent))

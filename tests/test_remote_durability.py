@@ -1,0 +1,226 @@
+"""Remote calls survive crashes on either side, relay progress, and replay.
+
+Real processes over real HTTP: the remote (ours or the peer) in its own process,
+the orchestrating worker in its own process where the test kills it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from fastmcp import Client
+from temporalio.client import Client as TemporalClient
+
+from fastmcp_temporal import DevServer, TemporalTasks
+from fastmcp_temporal.client import call_tool_task, update_task
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from tests.helpers import declares_elicitation, eventually, front_end, needs_peer
+from tests.histories.replay import HISTORIES, load_history, task_replayer
+from tests.processes.remote_caller import tools
+from tests.processes.remote_workflows import CallRemote, FanOut, ListRemoteTools, RemoteTour
+from tests.processes.running import Process
+from tests.remote_harness import (
+    TOKEN,
+    RemotePeer,
+    history_text,
+    lines,
+    orchestrator,
+    orchestrator_tasks,
+    report_of,
+)
+from tests.test_remote_mcp import _recorded_remote_task, remote_task_ids
+
+KINDS = [pytest.param("ours"), pytest.param("peer", marks=needs_peer)]
+WORKFLOWS = [CallRemote, FanOut, ListRemoteTools, RemoteTour]
+#: The replay gate's recorded remote-calling histories (``RECORD_REMOTE_HISTORIES=1`` writes them).
+RECORDED = "remote/remote_tour"
+
+
+@pytest_asyncio.fixture(params=KINDS)
+async def peer(
+    request: pytest.FixtureRequest, temporal_server: DevServer, task_queue: str, tmp_path: Path
+) -> AsyncIterator[RemotePeer]:
+    remote = RemotePeer(request.param, tmp_path, temporal_server.address, task_queue)
+    await remote.start()
+    try:
+        yield remote
+    finally:
+        remote.stop()
+
+
+def spawn_orchestrator(
+    temporal_server: DevServer, task_queue: str, peer: RemotePeer, log: Path
+) -> Process:
+    args = [sys.executable, "-m", "tests.processes.remote_caller"]
+    args += [temporal_server.address, task_queue, peer.url, TOKEN]
+    return Process("orchestrating worker", args, {}, log)
+
+
+async def test_a_killed_orchestrating_worker_reattaches_and_the_remote_body_runs_once(
+    peer: RemotePeer,
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    first = spawn_orchestrator(temporal_server, task_queue, peer, tmp_path / "worker-1.log")
+    second: Process | None = None
+    try:
+        await first.wait_for_output("worker ready")
+        async with Client(front_end(temporal_client, task_queue, tools())) as client:
+            arguments = {"marker_dir": str(tmp_path), "tag": "k"}
+            task = await call_tool_task(
+                client, "call_remote", {"tool": "count_and_wait", "arguments": arguments}
+            )
+            await eventually(lambda: lines(tmp_path / "runs-k.log") == ["run"])
+            remote_id = await _recorded_remote_task(temporal_client, task.task_id)
+            first.signal(9)  # mid-wait: the remote task id is in history, the wait is running
+            first.popen.wait()
+            second = spawn_orchestrator(
+                temporal_server, task_queue, peer, tmp_path / "worker-2.log"
+            )
+            await second.wait_for_output("worker ready")
+            (tmp_path / "release-k").write_text("")
+            final = await task.wait(timeout=90)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+    assert report_of(final)["text"] == "k done"
+    assert lines(tmp_path / "runs-k.log") == ["run"], "the remote body ran once"
+    body = workflow_id_for(task.task_id, None) + "-body"
+    assert remote_task_ids(await history_text(temporal_client, body)) == {remote_id}, (
+        "re-attached, never re-created"
+    )
+
+
+async def test_a_restarted_remote_is_reattached_and_completes(
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    temporal_tasks: Callable[..., TemporalTasks],
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    """Our durable remote is killed mid-wait and started again: the wait picks the
+    same remote task up (its own worker finishes it) and our call completes."""
+    peer = RemotePeer("ours", tmp_path, temporal_server.address, task_queue)
+    await peer.start()
+    try:
+        server = orchestrator(temporal_tasks(**orchestrator_tasks(peer.url)))
+        async with Client(server) as client:
+            arguments = {"marker_dir": str(tmp_path), "tag": "r"}
+            task = await call_tool_task(
+                client, "call_remote", {"tool": "count_and_wait", "arguments": arguments}
+            )
+            await eventually(lambda: lines(tmp_path / "runs-r.log") == ["run"])
+            remote_id = await _recorded_remote_task(temporal_client, task.task_id)
+            peer.kill()
+            await peer.start()
+            (tmp_path / "release-r").write_text("")
+            final = await task.wait(timeout=120)
+    finally:
+        peer.stop()
+    assert report_of(final)["text"] == "r done"
+    body = workflow_id_for(task.task_id, None) + "-body"
+    assert remote_task_ids(await history_text(temporal_client, body)) == {remote_id}
+
+
+async def test_the_tour_relays_progress_and_questions_and_replays(
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    temporal_tasks: Callable[..., TemporalTasks],
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    """Fan-out, a followed task with relayed progress, a relayed question, a caught
+    failure -- then both histories replay, and so does the recorded one."""
+    peer = RemotePeer("ours", tmp_path, temporal_server.address, task_queue)
+    await peer.start()
+    try:
+        server = orchestrator(temporal_tasks(**orchestrator_tasks(peer.url)))
+        async with Client(server, elicitation_handler=declares_elicitation) as client:
+            task = await call_tool_task(client, "remote_tour", {"marker_dir": str(tmp_path)})
+            parked = await task.wait(state="input_required", timeout=60)
+            (key,) = parked.input_requests or {}
+            await update_task(
+                client.session,
+                task.task_id,
+                {key: {"action": "accept", "content": {"value": "red"}}},
+            )
+            seen: list[str | None] = []
+            for _ in range(300):
+                state = await task.status()
+                seen.append(state.status_message)
+                if state.status_message == "tour is waiting":
+                    break
+                await asyncio.sleep(0.1)
+            (tmp_path / "release-tour").write_text("")
+            final = await task.wait(timeout=90)
+    finally:
+        peer.stop()
+    assert "tour is waiting" in seen, f"the remote's status message is relayed: {seen[-5:]}"
+    result = report_of(final)["result"]
+    assert result[1:] == ["echo: 0", "echo: 1", "echo: 2", "tour done", "tour: red", "failed"]
+    assert lines(tmp_path / "answers-tour.log") == ["red"], "answered exactly once"
+    workflow_id = workflow_id_for(task.task_id, None)
+    histories = {
+        "": await temporal_client.get_workflow_handle(workflow_id).fetch_history(),
+        ".body": await temporal_client.get_workflow_handle(workflow_id + "-body").fetch_history(),
+    }
+    replayer = task_replayer(WORKFLOWS)
+    for history in histories.values():
+        assert (await replayer.replay_workflow(history)).replay_failure is None
+    if os.environ.get("RECORD_REMOTE_HISTORIES"):
+        (HISTORIES / "remote").mkdir(exist_ok=True)
+        for suffix, history in histories.items():
+            (HISTORIES / f"{RECORDED}{suffix}.json").write_text(history.to_json())
+
+
+@pytest.mark.parametrize("suffix", ["", ".body"])
+async def test_the_recorded_remote_tour_replays(suffix: str) -> None:
+    """The replay gate for remote calls: a recorded tour replays on today's code."""
+    history = load_history(f"{RECORDED}{suffix}")
+    result = await task_replayer(WORKFLOWS).replay_workflow(history)
+    assert result.replay_failure is None
+
+
+async def test_a_function_tool_remote_step_reattaches_after_a_crash(
+    peer: RemotePeer,
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    """Part 2: ``remote_step`` records the remote task id as a checkpoint, so the
+    leg that re-runs after its worker died waits for the same remote task."""
+    first = spawn_orchestrator(temporal_server, task_queue, peer, tmp_path / "worker-1.log")
+    second: Process | None = None
+    try:
+        await first.wait_for_output("worker ready")
+        async with Client(front_end(temporal_client, task_queue, tools())) as client:
+            task = await call_tool_task(
+                client, "count_in_a_function_tool", {"marker_dir": str(tmp_path), "tag": "f"}
+            )
+            await eventually(lambda: lines(tmp_path / "runs-f.log") == ["run"])
+            await asyncio.sleep(1.5)  # the checkpoint leg ended; the waiting leg runs
+            first.signal(9)
+            first.popen.wait()
+            second = spawn_orchestrator(
+                temporal_server, task_queue, peer, tmp_path / "worker-2.log"
+            )
+            await second.wait_for_output("worker ready")
+            (tmp_path / "release-f").write_text("")
+            final = await task.wait(timeout=90)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+    assert final.status == "completed" and final.result is not None, final
+    assert final.result["content"][0]["text"] == "f done", final.result
+    assert lines(tmp_path / "runs-f.log") == ["run"], "one remote task, its body run once"
