@@ -45,10 +45,10 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_run_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert TemporalTasks()._run_worker is True
+    assert TemporalTasks()._options.run_worker is True
     monkeypatch.setenv("FASTMCP_TEMPORAL_RUN_WORKER", "false")
-    assert TemporalTasks()._run_worker is False
-    assert TemporalTasks(run_worker=True)._run_worker is True
+    assert TemporalTasks()._options.run_worker is False
+    assert TemporalTasks(run_worker=True)._options.run_worker is True
 
 
 def test_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -1,0 +1,169 @@
+"""What a running ``TemporalTasks`` holds, from connecting to Temporal to the last leg.
+
+In order: the payload store opens; the extension connects to its Temporal (or
+starts / joins the shared embedded one, see ``connection``); the task engine is
+built; the metrics are recorded; the MCP side is installed (``subscriptions/listen``,
+wire production, progress bridge); and, unless this server is a stateless front
+end, the in-process worker runs with the payload sweeper and, after an upgrade,
+a worker draining the previous queue. Everything unwinds in reverse when the
+server stops, so the worker drains before the client goes away.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastmcp import FastMCP
+from mcp.shared.exceptions import MCPError
+from temporalio.client import Client
+from temporalio.converter import ExternalStorage
+from temporalio.worker import Plugin as WorkerPlugin
+
+from fastmcp_temporal import _compat
+from fastmcp_temporal.activities.progress import (
+    install_progress_bridge,
+    uninstall_progress_bridge,
+)
+from fastmcp_temporal.server.core import metrics, scope
+from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.core.settings import load_settings
+from fastmcp_temporal.server.embedded.shared import EmbeddedServer
+from fastmcp_temporal.server.extension.options import ExtensionOptions
+from fastmcp_temporal.server.payloads.payload_store import (
+    PayloadStoreSettings,
+    with_payload_storage,
+)
+from fastmcp_temporal.server.payloads.payload_sweep import sweeping
+from fastmcp_temporal.server.protocol import wire_production
+from fastmcp_temporal.server.protocol.listen import TaskListenHandler
+from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.tasks.fairness import Fairness
+from fastmcp_temporal.server.temporal import connection, telemetry
+from fastmcp_temporal.server.temporal.in_process_worker import InProcessWorkers
+from fastmcp_temporal.server.temporal.sigterm import sigterm_unwinds
+
+
+@dataclass
+class Live:
+    """What the extension reads while its lifespan runs; empty before and after."""
+
+    engine: TaskEngine | None = None
+    #: The embedded Temporal in use (started or joined); ``None`` for a configured one.
+    dev_server: EmbeddedServer | None = None
+
+    def running_engine(self) -> TaskEngine:
+        if self.engine is None:
+            raise MCPError(code=-32603, message="The Temporal tasks extension is not running")
+        return self.engine
+
+
+@contextlib.asynccontextmanager
+async def running(
+    server: FastMCP,
+    options: ExtensionOptions,
+    live: Live,
+    *,
+    client: Client | None,
+    plugins: Sequence[WorkerPlugin],
+) -> AsyncIterator[None]:
+    """While inside, ``live`` holds the engine (and the embedded server, if any)."""
+    async with contextlib.AsyncExitStack() as stack:
+        payloads = PayloadStoreSettings.resolve(
+            options.payload_store,
+            data_dir=options.data_dir or load_settings().data_dir,
+            threshold=options.payload_threshold,
+            max_payload_bytes=options.max_payload_bytes,
+        )
+        storage = await payloads.open(stack)
+        if client is not None:
+            client = with_payload_storage(client, storage)
+        else:
+            client = await _connect(stack, options, live, storage)
+            if live.dev_server is None:
+                payloads.announce_local_default()
+        versioning = options.worker_versioning()
+        task_queue = options.queue(server.name, embedded=live.dev_server is not None)
+        live.engine = TaskEngine(
+            client,
+            task_queue=task_queue,
+            ttl_ms=options.ttl_ms,
+            query_timeout=options.query_timeout,
+            leg_policy=options.leg_policy,
+            max_rounds=options.max_rounds,
+            rounds_per_run=options.rounds_per_run,
+            undeclared_input=options.undeclared_input,
+            # An eager start hands the new task to this process's worker and
+            # pins it to this build even when another version is current
+            # (measured on Server 1.32): a versioned fleet lets Temporal route.
+            eager_start=options.run_worker and versioning is None,
+            tools=options.tools,
+            scope_secret=scope.resolve_secret(
+                options.scope_secret,
+                embedded_data_dir=Path(live.dev_server.data_dir) if live.dev_server else None,
+                warn=not options.worker_only and server.auth is not None,
+            ),
+            max_payload_bytes=payloads.max_payload_bytes,
+            max_open_tasks_per_caller=options.max_open_tasks_per_caller,
+        )
+        live.engine.starter.fairness = Fairness.resolve(
+            options.fairness, scope_secret=live.engine.scope_secret
+        )
+        await stack.enter_async_context(
+            metrics.recording(client, task_queue, count_open_tasks=not options.worker_only)
+        )
+        wire_production.install()
+        stack.callback(wire_production.uninstall)
+        # Task status pushed on subscriptions/listen (see ``listen``).
+        _compat.serve_listen(server, TaskListenHandler(live.running_engine))
+        install_progress_bridge()
+        stack.callback(uninstall_progress_bridge)
+        if options.run_worker:
+            stack.enter_context(sigterm_unwinds())
+            workers = await InProcessWorkers.for_server(
+                server,
+                client,
+                versioning=versioning,
+                max_payload_bytes=payloads.max_payload_bytes,
+                remote_servers=options.remote_servers,
+                plugins=plugins,
+                worker_options=options.worker_options,
+            )
+            await stack.enter_async_context(workers.new(task_queue))
+            await stack.enter_async_context(sweeping(payloads, storage, client))
+            if live.dev_server is not None and options.task_queue is None:
+                await stack.enter_async_context(
+                    workers.serving_previous_queue(task_queue, Path(live.dev_server.data_dir))
+                )
+        try:
+            yield
+        finally:
+            live.engine = None
+
+
+async def _connect(
+    stack: contextlib.AsyncExitStack,
+    options: ExtensionOptions,
+    live: Live,
+    storage: ExternalStorage,
+) -> Client:
+    """The configured Temporal, else the data directory's shared embedded one.
+
+    A worker process (``serve_as_worker``) joins a running embedded server
+    but never starts one: it would die with the worker.
+    """
+    client, live.dev_server = await connection.connect_or_join(
+        stack,
+        connection.resolve(**options.connection),
+        data_dir=options.data_dir,
+        start=not options.worker_only,
+        ui=options.ui,
+        data_converter=task_data_converter(options.encryption_key, payload_storage=storage),
+        plugins=telemetry.plugins() if options.tracing else (),
+        runtime=options.metrics.runtime() if options.metrics else None,
+    )
+    if live.dev_server is not None:
+        stack.callback(setattr, live, "dev_server", None)
+    return client
