@@ -10,8 +10,10 @@ mcp.add_extension(TemporalTasks(remote_servers={
 Workflow code names a connection (``remote("search")``); only that name is in
 history. The URL, headers, token and command stay here, in the worker's memory,
 as with ``temporalio-mcp``'s ``MCPPlugin`` (a factory returning a ``fastmcp.Client``
-is accepted too). Every activity opens its own client: a worker holds no MCP
-session between steps, so any worker can take any step of any call.
+is accepted too). Each worker keeps one open client per connection
+(``remote_connections.Connections``), but no step depends on which worker ran
+the one before: the remote task id is in history, so any worker can take any
+step of any call.
 
 ``wait_task`` is the long one: it follows a remote task until it ends, asks for
 something not answered yet, or shows a new status message (at most every

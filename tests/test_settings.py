@@ -181,6 +181,7 @@ def test_no_part_reads_the_environment_by_hand() -> None:
         "server/cli/codec_server.py": "os.environ.get(args.env)",  # `codec-server --env NAME`
         "server/core/codec.py": 'os.environ["TASKS_KEY"]',  # a usage example in its docstring
         "fastmcp_temporal/testing.py": 'os.environ.get("PYTEST_XDIST_WORKER")',  # xdist's own
+        "activities/remote_mcp.py": 'os.environ["TOKEN"]',  # a usage example in its docstring
     }
     by_hand = [
         f"{where}: {line.strip()}"
