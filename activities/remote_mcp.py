@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 from fastmcp import Client
+from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 from mcp.shared.exceptions import MCPError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -71,7 +72,6 @@ from fastmcp_temporal.workflows.remote_models import (
 )
 
 PROTOCOL = "2026-07-28"
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: JSON-RPC errors that mean "the connection or the server's backend failed,
 #: asking again may work"; any other error code is the remote's answer.
 _RETRYABLE_CODES = frozenset({TEMPORAL_UNAVAILABLE, -32000, -32603})
@@ -321,6 +321,7 @@ async def _listen(
 ) -> AsyncIterator[RemoteTaskState]:
     """``subscriptions/listen`` for one task; ends quietly if the remote does not serve it."""
     assert server.url is not None
+    capabilities = {"extensions": {TASKS_EXTENSION_ID: {}}}
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -329,7 +330,7 @@ async def _listen(
             "notifications": {"taskIds": [task_id]},
             "_meta": {
                 "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-                "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS_EXTENSION: {}}},
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
                 "io.modelcontextprotocol/clientInfo": {"name": "fastmcp-temporal", "version": "1"},
             },
         },

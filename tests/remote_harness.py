@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -17,17 +16,12 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import LegPolicy, TemporalTasks
 from fastmcp_temporal.client import TasksClientExtension, TaskState, call_tool_task
+from fastmcp_temporal.server.embedded.devserver import free_port
 from tests.processes.remote_caller import connections, tools
 from tests.processes.running import Process
 
 #: The remote requires it; only the worker's connection knows it.
 TOKEN = "remote-secret-token-7f3a9c"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class RemotePeer:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import runpy
-import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -23,15 +22,9 @@ from fastmcp import Client, FastMCP
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.testing import EmbeddedServer
-from tests.processes.running import ROOT, Process
+from tests.processes.running import ROOT, Process, serving_on_free_port
 
 SNIPPETS = ROOT / "docs" / "snippets"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def joining(server: EmbeddedServer) -> dict[str, str]:
@@ -44,13 +37,8 @@ async def serving(
     name: str, args: list[str], server: EmbeddedServer, logs: Path
 ) -> AsyncIterator[str]:
     """Start ``args`` with ``--port <free>`` and yield its MCP URL once it listens."""
-    port = free_port()
-    process = Process(name, [*args, "--port", str(port)], joining(server), logs / f"{name}.log")
-    try:
-        await process.wait_for_port(port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.stop()
+    async with serving_on_free_port(name, args, joining(server), logs / f"{name}.log") as url:
+        yield url
 
 
 async def run_to_the_end(name: str, args: list[str], server: EmbeddedServer, logs: Path) -> str:

@@ -4,7 +4,9 @@ A real FastMCP server over streamable HTTP whose ``TemporalTasks`` connects to
 the session's Temporal with ``metrics_port``; its in-process worker shares the
 runtime, so one endpoint serves the SDK's ``temporal_*`` metrics, the front
 end's MCP metrics and the ones the task workflows record. The counts asserted
-are those of the requests this test sent.
+are those of the requests this test sent: the idempotent hit and the quota
+rejection are real ones (a key sent twice, a caller over ``hold``'s limit of 1),
+so a guard that stops reporting fails here.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ import pytest
 import pytest_asyncio
 from fastmcp import Context, FastMCP
 from fastmcp.utilities.tests import run_server_async
-from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.embedded.devserver import free_port
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
+from fastmcp_temporal.server.protocol.idempotency import IDEMPOTENCY_KEY_META
+from fastmcp_temporal.server.tasks.starter import ToolOptions
 from tests.test_isolation_and_bad_input import ACCEPT, create, question, wait_for
+from tests.test_quota import assert_over_quota, try_create
 from tests.wire import RawMcp
 
 QUICK_TASKS = 3
@@ -104,6 +108,7 @@ async def served(
         task_queue=task_queue,
         data_dir=tmp_path,
         metrics_port=port,
+        tools={"hold": ToolOptions(max_open_tasks_per_caller=1)},
     )
     gate = asyncio.Event()
     try:
@@ -148,7 +153,6 @@ async def test_the_endpoint_serves_temporal_and_mcp_metrics_that_count_what_happ
     assert undeclared["error"]["code"] == -32021
     _, bad_arguments = await raw.call("tools/call", {"name": "quick", "arguments": {"n": "many"}})
     assert bad_arguments["result"]["isError"] is True  # FastMCP's answer to bad arguments
-    metrics.record_idempotent_hit("quick")
 
     final = await scrape(port)
     created = "mcp_tasks_created_total"
@@ -170,7 +174,6 @@ async def test_the_endpoint_serves_temporal_and_mcp_metrics_that_count_what_happ
     assert final.value("mcp_errors_total", method="tasks/get", code="-32602") == 1
     assert final.value("mcp_errors_total", method="tasks/get", code="-32021") == 1
     assert final.value("mcp_errors_total", method="tools/call") == 0  # not a JSON-RPC error
-    assert final.value("mcp_idempotent_hits_total", tool="quick") == 1
     # Temporal's own metrics, from the same runtime: this worker's completed workflows.
     assert final.value("temporal_workflow_completed_total", task_queue=raw_queue(final)) >= 4
     assert "temporal_activity_execution_latency_bucket" in final.names()
@@ -184,20 +187,31 @@ def raw_queue(scrape: Scrape) -> str:
     return queue
 
 
-async def test_hooks_mark_the_outcome_of_the_creation_they_happen_in(
+async def test_the_guards_real_hits_and_rejections_are_counted(
     served: tuple[CountingMcp, int, asyncio.Event],
 ) -> None:
-    """What the idempotency and quota code report reaches ``mcp_tasks_created_total``."""
-    _, port, _ = served
-    with pytest.raises(MCPError), metrics.creating("quick"):
-        metrics.record_quota_rejection("quick")
-        raise MCPError(code=-32001, message="over quota")
-    with metrics.creating("quick"):
-        metrics.record_idempotent_hit("quick")
+    """A key sent twice (by header, then in ``_meta``) and a second ``hold`` over its limit
+    of 1: the idempotency and quota guards' own events reach the scrape."""
+    raw, port, gate = served
+    key = "metrics-key"
+    params = {"name": "quick", "arguments": {"n": 7}}
+    _, first = await raw.call("tools/call", params, headers={"Idempotency-Key": key})
+    assert "result" in first, first
+    again = await raw.result("tools/call", {**params, "_meta": {IDEMPOTENCY_KEY_META: key}})
+    assert again["taskId"] == first["result"]["taskId"]
+    held = await raw.result("tools/call", {"name": "hold", "arguments": {}})
+    assert_over_quota(await try_create(raw, "hold"))
+    gate.set()
+    await wait_for(raw, held["taskId"], "completed")
+
     final = await scrape(port)
-    assert final.value("mcp_tasks_created_total", tool="quick", outcome="quota_rejected") == 1
-    assert final.value("mcp_tasks_created_total", tool="quick", outcome="idempotent_hit") == 1
-    assert final.value("mcp_quota_rejections_total", tool="quick") == 1
+    created = "mcp_tasks_created_total"
+    assert final.value(created, tool="quick", outcome="created") == 1
+    assert final.value(created, tool="quick", outcome="idempotent_hit") == 1
+    assert final.value("mcp_idempotent_hits_total", tool="quick") == 1
+    assert final.value(created, tool="hold", outcome="created") == 1
+    assert final.value(created, tool="hold", outcome="quota_rejected") == 1
+    assert final.value("mcp_quota_rejections_total", tool="hold") == 1
     assert final.value("mcp_errors_total", method="tools/call", code="-32001") == 1
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections import Counter
@@ -27,11 +26,11 @@ from examples.orchestrator.triage import TriageAgent
 from examples.orchestrator.triage_server import build
 from fastmcp_temporal import DevServer
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server.embedded.devserver import free_port
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.workflows.remote_models import ANSWER_TASK_ACTIVITY, CALL_TOOL_ACTIVITY
 from tests.helpers import eventually
 from tests.histories.replay import HISTORIES, load_history, task_replayer
+from tests.processes.running import serving_on_free_port
 from tests.remote_harness import history_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,26 +93,15 @@ async def test_the_triage_runs_on_the_sessions_temporal_and_its_history_replays(
     (the model's and the user's answers are signals, each desk call an activity),
     hold no desk URL, and replay; ``RECORD_REMOTE_HISTORIES=1`` records them for
     the replay gate."""
-    desk_port = free_port()
-    desk = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "examples.orchestrator.desk_server",
-        "--port",
-        str(desk_port),
-        "--task-queue",
-        f"{task_queue}-desk",
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "TEMPORAL_ADDRESS": temporal_server.address,
-            "FASTMCP_TEMPORAL_DATA_DIR": str(tmp_path / "desk"),
-        },
-    )
-    try:
-        await eventually(lambda: listening(desk_port), timeout=120)
+    desk = [sys.executable, "-m", "examples.orchestrator.desk_server"]
+    desk += ["--task-queue", f"{task_queue}-desk"]
+    env = {
+        "TEMPORAL_ADDRESS": temporal_server.address,
+        "FASTMCP_TEMPORAL_DATA_DIR": str(tmp_path / "desk"),
+    }
+    async with serving_on_free_port("desk", desk, env, tmp_path / "desk.log", 120) as desk_url:
         server = build(
-            f"http://127.0.0.1:{desk_port}/mcp",
+            desk_url,
             client=temporal_client,
             task_queue=task_queue,
             data_dir=tmp_path,
@@ -124,9 +112,6 @@ async def test_the_triage_runs_on_the_sessions_temporal_and_its_history_replays(
             arguments = {"ticket": TICKET, "customer_email": CUSTOMER}
             task = await call_tool_task(client, "triage_agent", arguments)
             result = await task.result(timeout=120)
-    finally:
-        desk.terminate()
-        await desk.wait()
     assert result.structured_content is not None
     assert result.structured_content["investigation"]["environment"] == "production"
     workflow_id = workflow_id_for(task.task_id, None)
@@ -149,7 +134,9 @@ async def test_the_triage_runs_on_the_sessions_temporal_and_its_history_replays(
     assert activities[ANSWER_TASK_ACTIVITY] == 1, activities
     for suffix in histories:
         text = await history_text(temporal_client, workflow_id + ("-body" if suffix else ""))
-        assert f":{desk_port}/mcp" not in text, "the desk's URL is the worker's, not history's"
+        assert desk_url.removeprefix("http://127.0.0.1") not in text, (
+            "the desk's URL is the worker's, not history's"
+        )
     replayer = task_replayer([TriageAgent])
     for history in histories.values():
         assert (await replayer.replay_workflow(history)).replay_failure is None
@@ -163,8 +150,3 @@ async def test_the_recorded_triage_replays(suffix: str) -> None:
     """The replay gate for the example: a recorded triage replays on today's code."""
     history = load_history(f"{RECORDED}{suffix}")
     assert (await task_replayer([TriageAgent]).replay_workflow(history)).replay_failure is None
-
-
-def listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0

@@ -8,6 +8,7 @@ workflow's history, beside our ``ask`` (a signal) and ``report_progress``.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from fastmcp_temporal import McpTasksPlugin, TemporalTasks, workflow_tool
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.testing import EmbeddedServer
 from tests.conftest import http_client
+from tests.test_examples import run_to_the_end
 
 pytest.importorskip(
     "pydantic_ai.durable_exec.temporal",
@@ -125,6 +128,23 @@ async def test_an_agent_failure_ends_the_task_with_is_error(
         final = await task.status()
     assert final.status == "completed" and result.is_error
     assert "request_limit" in str(result.content[0]), result.content
+
+
+async def test_the_example_client_runs_to_the_end(
+    temporal_server: EmbeddedServer, tmp_path: Path
+) -> None:
+    """``python -m examples.pydantic_ai_agent.client``, as its docstring says, in its own
+    process: its in-process server joins the session's Temporal as an unconfigured one would."""
+    output = await run_to_the_end(
+        "pydantic-ai-client",
+        [sys.executable, "-m", "examples.pydantic_ai_agent.client"],
+        temporal_server,
+        tmp_path,
+    )
+    asked = "agent asks: The agent suggests 'escalate: enterprise customer'. Go ahead? -> yes"
+    assert asked in output
+    assert "'verdict': 'escalate: enterprise customer'" in output
+    assert "'approved': True" in output
 
 
 def test_a_clone_shares_the_plugins() -> None:

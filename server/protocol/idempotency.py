@@ -22,7 +22,7 @@ so a retry is compared without a worker: a different call under a used key is
 ``-32602`` naming the conflict.
 
 Whose key: an authenticated caller's keys belong to its principal (the task
-scope, ``server.scope``): another principal's identical key derives another id
+scope, ``server.core.scope``): another principal's identical key derives another id
 in another scope, creates its own task and learns nothing. Anonymous callers
 have no identity to scope by: their keys belong to the ``Mcp-Session-Id`` they
 send, if any, else to all anonymous callers -- then, like an anonymous task id,

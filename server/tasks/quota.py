@@ -76,7 +76,7 @@ SLOT_TASK_MEMO = "mcp_slot_task"
 CLAIM_GRACE = timedelta(minutes=2)
 #: The ``retryAfterMs`` hint: about one poll of a task that is about to end.
 RETRY_AFTER_MS = 1000
-#: The code of "not now; asking again is safe" (``server.temporal_busy``): a client
+#: The code of "not now; asking again is safe" (``server.protocol.temporal_busy``): a client
 #: that already retries a busy server retries a full quota the same way.
 OVER_QUOTA = TEMPORAL_UNAVAILABLE
 _ALL_TOOLS = "all"

@@ -14,8 +14,10 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+
+from fastmcp_temporal.server.embedded.devserver import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BIN = Path(sys.executable).parent
@@ -81,6 +83,20 @@ class Process:
         except subprocess.TimeoutExpired:
             self.signal(signal.SIGKILL)
             self.popen.wait()
+
+
+@contextlib.asynccontextmanager
+async def serving_on_free_port(
+    name: str, args: Sequence[str], env: Mapping[str, str], log: Path, timeout: float = 60.0
+) -> AsyncIterator[str]:
+    """Start ``args --port <free port>``; yield its MCP URL once it listens; stop it by PID."""
+    port = free_port()
+    process = Process(name, [*args, "--port", str(port)], env, log)
+    try:
+        await process.wait_for_port(port, timeout)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.stop()
 
 
 async def _until(predicate, timeout: float, process: Process) -> None:  # type: ignore[no-untyped-def]
