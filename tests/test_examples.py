@@ -238,6 +238,33 @@ async def test_the_sampling_samples_answer_each_other(
     assert result.data == "reproduce the login failure, then page the auth team"
 
 
+async def test_the_remote_triage_sample_searches_then_deploys(
+    temporal_tasks: Callable[..., TemporalTasks], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remote-MCP guide's workflow, its named connections two in-memory servers."""
+    monkeypatch.syspath_prepend(str(SNIPPETS))  # the sandbox re-imports the workflow by name
+    triage = importlib.import_module("remote_triage").Triage
+    search, builds = FastMCP("search"), FastMCP("builds")
+
+    @search.tool
+    def web_search(q: str) -> str:
+        return f"3 hits for {q}"
+
+    @builds.tool
+    def deploy(ref: str) -> str:
+        return f"deployed {ref}"
+
+    mcp = FastMCP("remote-guide")
+    connections = {"search": lambda: Client(search), "builds": lambda: Client(builds)}
+    mcp.add_extension(temporal_tasks(remote_servers=connections))
+    mcp.add_tool(workflow_tool(triage))
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "triage", {"incident": "login down"})
+        result = await task.result(timeout=60)
+    assert result.content[0].text == "deployed fix"
+
+
 @pytest.mark.parametrize("sample", sorted(p.name for p in SNIPPETS.glob("*.py")))
 def test_every_sample_imports(sample: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file a page includes at least loads: no stale import path on any page."""
