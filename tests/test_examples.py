@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
+import re
 import runpy
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -19,12 +21,16 @@ from pathlib import Path
 import pytest
 from fastmcp import Client, FastMCP
 
-from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal import TemporalTasks, workflow_tool
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.testing import EmbeddedServer
 from tests.processes.running import ROOT, Process, serving_on_free_port
 
 SNIPPETS = ROOT / "docs" / "snippets"
+DOCS = ROOT / "docs"
+
+#: What the configuration samples read from the environment (tokens of made-up servers).
+SAMPLE_ENV = {"SEARCH_TOKEN": "sample-token", "CI_KEY": "sample-key"}
 
 
 def joining(server: EmbeddedServer) -> dict[str, str]:
@@ -184,7 +190,110 @@ def test_the_readme_example_is_the_getting_started_tool() -> None:
     assert f"```python\n{tool.rstrip()}\n```" in (ROOT / "README.md").read_text()
 
 
+async def test_a_retried_call_with_the_idempotency_sample_gets_its_first_task(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    start_crunch = runpy.run_path(str(SNIPPETS / "idempotent_call.py"))["start_crunch"]
+    mcp = FastMCP("idempotency-guide")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def crunch(dataset: str) -> str:
+        return f"crunched {dataset}"
+
+    async with Client(mcp) as client:
+        first = await start_crunch(client, key="retry-me")
+        retry = await start_crunch(client, key="retry-me")
+        other = await start_crunch(client)
+        assert retry.task_id == first.task_id != other.task_id
+        assert (await retry.result(timeout=60)).data == "crunched sales.csv"
+
+
+async def test_the_sampling_samples_answer_each_other(
+    temporal_tasks: Callable[..., TemporalTasks], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agents guide's workflow, answered by its client's ``my_model``."""
+    monkeypatch.syspath_prepend(str(SNIPPETS))  # the sandbox re-imports the workflow by name
+    triage = importlib.import_module("sampling_triage").Triage
+    my_model = runpy.run_path(str(SNIPPETS / "sampling_client.py"))["my_model"]
+    mcp = FastMCP("agents-guide")
+    mcp.add_extension(temporal_tasks())
+    mcp.add_tool(workflow_tool(triage))
+
+    async with Client(mcp, sampling_handler=my_model) as client:
+        task = await call_tool_task(client, "triage", {"ticket": "login broken"})
+        result = await task.result(timeout=60)
+    assert result.data == "reproduce the login failure, then page the auth team"
+
+
+async def test_the_remote_triage_sample_searches_then_deploys(
+    temporal_tasks: Callable[..., TemporalTasks], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remote-MCP guide's workflow, its named connections two in-memory servers."""
+    monkeypatch.syspath_prepend(str(SNIPPETS))  # the sandbox re-imports the workflow by name
+    triage = importlib.import_module("remote_triage").Triage
+    search, builds = FastMCP("search"), FastMCP("builds")
+
+    @search.tool
+    def web_search(q: str) -> str:
+        return f"3 hits for {q}"
+
+    @builds.tool
+    def deploy(ref: str) -> str:
+        return f"deployed {ref}"
+
+    mcp = FastMCP("remote-guide")
+    connections = {"search": lambda: Client(search), "builds": lambda: Client(builds)}
+    mcp.add_extension(temporal_tasks(remote_servers=connections))
+    mcp.add_tool(workflow_tool(triage))
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "triage", {"incident": "login down"})
+        result = await task.result(timeout=60)
+    assert result.content[0].text == "deployed fix"
+
+
 @pytest.mark.parametrize("sample", sorted(p.name for p in SNIPPETS.glob("*.py")))
-def test_every_sample_imports(sample: str) -> None:
+def test_every_sample_imports(sample: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file a page includes at least loads: no stale import path on any page."""
+    for name, value in SAMPLE_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.syspath_prepend(str(SNIPPETS))  # a sample's workflow is its own module
     runpy.run_path(str(SNIPPETS / sample), run_name="docs_sample")
+
+
+def python_blocks(page: str) -> list[tuple[int, list[str]]]:
+    """Each fenced Python block of a Markdown page: its first line number and its lines."""
+    found: list[tuple[int, list[str]]] = []
+    fence: str | None = None
+    for number, line in enumerate(page.splitlines(), start=1):
+        stripped = line.strip()
+        if fence is None:
+            opening = re.match(r"(`{3,}|~{3,})\s*\{?\s*\.?([\w+-]*)", stripped)
+            if opening:
+                fence = opening.group(1)
+                language = opening.group(2).lower()
+                body: list[str] = []
+                if language in ("python", "py", "python3"):
+                    found.append((number, body))
+        elif stripped.startswith(fence) and stripped.strip(fence[0]) == "":
+            fence = None
+        else:
+            body.append(stripped)
+    return found
+
+
+def test_python_blocks_on_the_pages_are_includes() -> None:
+    """Issue 22: a page's Python is a real file CI imports (``--8<--``), never a copy."""
+    copied = [
+        f"{page.relative_to(ROOT)}:{number}"
+        for page in sorted(DOCS.rglob("*.md"))
+        for number, lines in python_blocks(page.read_text())
+        if any(line and not line.startswith("--8<--") for line in lines)
+    ]
+    assert copied == [], f"inline Python blocks (put them in docs/snippets/): {copied}"
+
+
+def test_the_page_guard_sees_an_inline_block() -> None:
+    page = '```bash\nls\n```\n\n```python\nprint(1)\n```\n\n```python\n--8<-- "a.py:x"\n```\n'
+    assert python_blocks(page) == [(5, ["print(1)"]), (9, ['--8<-- "a.py:x"'])]

@@ -43,12 +43,14 @@ def scripted_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
     return ModelResponse(parts=[TextPart(f"escalate: {tool_returns[0]} customer")])
 
 
+# --8<-- [start:agent]
 triage_agent = Agent(
     FunctionModel(scripted_model, model_name="scripted"),
     name="triage",
     instructions="Triage support tickets.",
     capabilities=[TemporalDurability()],
 )
+# --8<-- [end:agent]
 
 
 @triage_agent.tool_plain
@@ -57,6 +59,7 @@ async def customer_plan(email: str) -> str:
     return "enterprise" if email.endswith("@example.com") else "free"
 
 
+# --8<-- [start:workflow]
 @workflow.defn
 class TriageTicket:
     """Triage a support ticket with a pydantic-ai agent, then ask the user to approve."""
@@ -88,3 +91,6 @@ class TriageTicket:
             and bool((answer.content or {}).get("approve"))
         )
         return Triage(ticket=ticket, verdict=verdict, approved=approved)
+
+
+# --8<-- [end:workflow]

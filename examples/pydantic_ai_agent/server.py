@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+# --8<-- [start:build]
 from fastmcp import FastMCP
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 
@@ -25,6 +26,9 @@ def build(**tasks_options: Any) -> FastMCP:
     mcp.add_extension(TemporalTasks(plugins=[PydanticAIPlugin()], **tasks_options))
     mcp.add_tool(workflow_tool(TriageTicket))
     return mcp
+
+
+# --8<-- [end:build]
 
 
 if __name__ == "__main__":
