@@ -18,6 +18,8 @@ from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.client_wire import cancel_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests.helpers import eventually, needs_peer
+from tests.histories.replay import task_replayer
+from tests.processes.remote_workflows import CallRemote
 from tests.remote_harness import (
     RemotePeer,
     history_text,
@@ -77,12 +79,17 @@ async def test_cancelled_while_the_remote_creates_the_task_it_is_cancelled_too(
         remote_id = await _recorded_remote_task(temporal_client, task.task_id)
         async with peer.direct_client() as direct:
             final = await _eventually_status(direct, remote_id, "cancelled")
-    events = re.findall(
-        r'"eventType": "([A-Z_]+)"', await _body_history(temporal_client, task.task_id)
-    )
+    body = await _body_history(temporal_client, task.task_id)
+    events = re.findall(r'"eventType": "([A-Z_]+)"', body)
     assert final == "cancelled", " ".join(events)
     # The peer may cancel its task before its body starts; ours may have started it.
     assert len(lines(tmp_path / "runs-s.log")) <= 1, "the remote body ran at most once"
+    assert "remote-create-cancel" in body, "the patched path ran"
+    history = await temporal_client.get_workflow_handle(
+        workflow_id_for(task.task_id, None) + "-body"
+    ).fetch_history()
+    replayed = await task_replayer([CallRemote]).replay_workflow(history)
+    assert replayed.replay_failure is None, "the cancel-during-create path replays"
 
 
 async def test_a_remote_task_cancelled_by_someone_else_raises_cancelled(
