@@ -153,13 +153,26 @@ class RemoteMcpActivities:
 
         The task id goes into a heartbeat the moment the remote answers: if this
         worker dies before the activity completes, the retry finds it there and
-        returns it instead of creating a second remote task.
+        returns it instead of creating a second remote task. While the request is
+        in flight it heartbeats every second, so a slow answer is not taken for a
+        dead worker and a cancellation reaches it.
         """
         previous = activity.info().heartbeat_details
         if previous:
             recorded = RemoteTaskState.model_validate(previous[0])
             return RemoteCallOutcome(task=recorded)
-        outcome = await self.start_call(call)
+        calling = asyncio.create_task(self.start_call(call))
+        # A quick answer (the usual case) costs no heartbeat round trip.
+        heartbeats = asyncio.create_task(_heartbeat_every_second(first_after_s=1.0))
+        try:
+            outcome = await asyncio.shield(calling)
+        except asyncio.CancelledError:
+            # Our call was cancelled with the request in flight: the remote may
+            # create the task all the same, so its answer is awaited and returned;
+            # the workflow cancels the task it names (``RemoteServer._create``).
+            outcome = await calling
+        finally:
+            heartbeats.cancel()
         if outcome.task is not None:
             activity.heartbeat(outcome.task.model_dump(mode="json"))
         return outcome
@@ -277,7 +290,8 @@ def _state(task: TaskState) -> RemoteTaskState:
     )
 
 
-async def _heartbeat_every_second() -> None:
+async def _heartbeat_every_second(*, first_after_s: float = 0.0) -> None:
+    await asyncio.sleep(first_after_s)
     while True:
         activity.heartbeat()
         await asyncio.sleep(1)

@@ -1,6 +1,7 @@
 """Remote task calls from a workflow tool vs the same client calling the remote directly.
 
-    .venv/bin/python bench/remote_calls.py --n 40 --fanouts 3 --out bench/results/remote_calls.md
+    .venv/bin/python bench/remote_calls.py --n 30 --fanouts 3 --width 50 \
+        --out bench/results/remote_calls.md
 
 The remote is fastmcp-temporal (``TemporalTasks`` on an embedded dev server,
 in-process worker) behind real streamable HTTP, serving ``quick``: a task tool
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -54,14 +56,16 @@ def remote_server(temporal: str) -> FastMCP:
     return mcp
 
 
-def orchestrator(temporal: str, remote_url: str) -> FastMCP:
+def orchestrator(temporal: str, remote_url: str, *, eager: bool) -> FastMCP:
+    """The workflow tool's server; ``eager=False``: its worker opts out of eager activities."""
     mcp = FastMCP("orchestrator")
     mcp.add_extension(
         TemporalTasks(
             address=temporal,
-            task_queue="bench-orchestrator",
+            task_queue=f"bench-orchestrator-{'eager' if eager else 'matched'}",
             ui=False,
             remote_servers={"r": RemoteServer.http(remote_url)},
+            worker_options={"disable_eager_activity_execution": not eager},
         )
     )
     mcp.add_tool(workflow_tool(TimedRemoteCalls))
@@ -99,24 +103,39 @@ async def main(n: int, fanouts: int, width: int) -> str:
                 async with (
                     httpx.AsyncClient(timeout=60, limits=limits) as pool,
                     Client(
-                        orchestrator(dev.address, url), extensions=[TasksClientExtension()]
-                    ) as client,
+                        orchestrator(dev.address, url, eager=False),
+                        extensions=[TasksClientExtension()],
+                    ) as matched,
+                    Client(
+                        orchestrator(dev.address, url, eager=True),
+                        extensions=[TasksClientExtension()],
+                    ) as eager,
                 ):
                     http = McpHttp(url, pool)
-                    for _ in range(3):  # warm both paths
+                    for _ in range(3):  # warm every path
                         await direct(http, 1)
-                        await via_workflow(client, 1)
-                    singles: dict[str, list[float]] = {"direct": [], "workflow": []}
+                        await via_workflow(matched, 1)
+                        await via_workflow(eager, 1)
+                    singles: dict[str, list[float]] = {key: [] for key in ROWS}
                     for _ in range(n):
                         singles["direct"].append(await direct(http, 1))
-                        singles["workflow"].append(await via_workflow(client, 1))
-                    wide: dict[str, list[float]] = {"direct": [], "workflow": []}
+                        singles["matched"].append(await via_workflow(matched, 1))
+                        singles["eager"].append(await via_workflow(eager, 1))
+                    wide: dict[str, list[float]] = {key: [] for key in ROWS}
                     for _ in range(fanouts):
                         wide["direct"].append(await direct(http, width))
-                        wide["workflow"].append(await via_workflow(client, width))
+                        wide["matched"].append(await via_workflow(matched, width))
+                        wide["eager"].append(await via_workflow(eager, width))
         finally:
             dev.stop()
     return report(n, fanouts, width, singles, wide)
+
+
+ROWS = {
+    "direct": "direct: listening client",
+    "matched": "from a workflow tool, activities dispatched by matching (before)",
+    "eager": "from a workflow tool, eager activities (after)",
+}
 
 
 def report(
@@ -126,13 +145,16 @@ def report(
     singles: dict[str, list[float]],
     wide: dict[str, list[float]],
 ) -> str:
-    d, w = singles["direct"], singles["workflow"]
+    d = singles["direct"]
 
     def cells(values: list[float]) -> str:
         return f"{pct(values, 0.5):.1f} | {pct(values, 0.99):.1f} | {statistics.mean(values):.1f}"
 
-    added_p50, added_p99 = pct(w, 0.5) - pct(d, 0.5), pct(w, 0.99) - pct(d, 0.99)
-    added_mean = statistics.mean(w) - statistics.mean(d)
+    def added(values: list[float]) -> str:
+        p50, p99 = pct(values, 0.5) - pct(d, 0.5), pct(values, 0.99) - pct(d, 0.99)
+        return f"**{p50:.1f}** | {p99:.1f} | {statistics.mean(values) - statistics.mean(d):.1f}"
+
+    load = " / ".join(f"{value:.2f}" for value in os.getloadavg())
     rows = [
         f"# Remote task calls: from a workflow tool vs direct ({n} calls each, interleaved)",
         "",
@@ -140,19 +162,21 @@ def report(
         "$ .venv/bin/python bench/remote_calls.py " + " ".join(sys.argv[1:]),
         "```",
         "",
+        f"Load average (1/5/15 min) when the run ended: {load} (2 cores, shared).",
+        "",
         "| one remote task call (`quick`, returns at once) | p50 ms | p99 ms | mean ms |",
         "|---|---:|---:|---:|",
-        f"| direct: listening client | {cells(d)} |",
-        f"| from a workflow tool (`remote().call_tool`) | {cells(w)} |",
-        f"| **added** | **{added_p50:.1f}** | **{added_p99:.1f}** | {added_mean:.1f} |",
+        *(f"| {label} | {cells(singles[key])} |" for key, label in ROWS.items()),
+        f"| **added**, matching (before) | {added(singles['matched'])} |",
+        f"| **added**, eager (after) | {added(singles['eager'])} |",
         "",
         f"| {width} calls at once (wall time, {fanouts} runs each) | median ms | ratio |",
         "|---|---:|---:|",
-        f"| direct: {width} listening clients (`asyncio.gather`) | "
-        f"{statistics.median(wide['direct']):.0f} | 1.00 |",
-        f"| from a workflow tool (`asyncio.gather` of `call_tool`) | "
-        f"{statistics.median(wide['workflow']):.0f} | "
-        f"{statistics.median(wide['workflow']) / statistics.median(wide['direct']):.2f} |",
+        *(
+            f"| {label} | {statistics.median(wide[key]):.0f} | "
+            f"{statistics.median(wide[key]) / statistics.median(wide['direct']):.2f} |"
+            for key, label in ROWS.items()
+        ),
         "",
     ]
     return "\n".join(rows)

@@ -37,6 +37,7 @@ that goes wrong raises a ``RemoteError`` the workflow can catch:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
 
@@ -45,6 +46,7 @@ from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.workflow import ActivityCancellationType
 
 from fastmcp_temporal.workflows.remote_models import (
     ANSWER_TASK_ACTIVITY,
@@ -75,6 +77,11 @@ DEFAULT_RETRY = RetryPolicy(
 _WAIT_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5)
 )
+
+
+#: Cancelled while the create activity runs: wait for its outcome and cancel the
+#: remote task it made (``RemoteServer._create``).
+_CANCEL_WHAT_CREATE_MADE = "remote-create-cancel"
 
 
 class RemoteError(ApplicationError):
@@ -145,7 +152,7 @@ class RemoteServer:
     ) -> mcp_types.CallToolResult:
         """Call ``name``; a remote task is followed to its end. ``isError`` is returned."""
         call = RemoteCall(server=self.name, tool=name, arguments=dict(arguments or {}))
-        outcome = await self._run(CALL_TOOL_ACTIVITY, call, RemoteCallOutcome, name, heartbeat=True)
+        outcome = await self._create(call)
         if outcome.task is None:
             return mcp_types.CallToolResult.model_validate(outcome.result or {})
         try:
@@ -154,6 +161,42 @@ class RemoteServer:
             # Our task was cancelled: so is the remote one, before we end.
             cancel = RemoteCancel(server=self.name, task_id=outcome.task.task_id)
             await self._run(CANCEL_TASK_ACTIVITY, cancel, type(None), name)
+            raise
+
+    async def _create(self, call: RemoteCall) -> RemoteCallOutcome:
+        """The create activity; cancelled meanwhile, a remote task it made anyway is cancelled.
+
+        The activity does not abandon a ``tools/call`` in flight when cancelled
+        (the remote may create the task all the same): it lets the answer come
+        and returns it. So a cancellation here waits for the create's outcome
+        (``WAIT_CANCELLATION_COMPLETED``), and a remote task in it is cancelled
+        before our task ends. Histories recorded before this (patch absent)
+        ended at once, as they did.
+        """
+        handle = workflow.start_activity(
+            CALL_TOOL_ACTIVITY,
+            call,
+            result_type=RemoteCallOutcome,
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            **self._options(call.tool, waits=False, heartbeat=True),
+        )
+        try:
+            return await self._outcome(asyncio.shield(handle), call.tool)
+        except asyncio.CancelledError:
+            if not workflow.patched(_CANCEL_WHAT_CREATE_MADE):
+                handle.cancel()
+                raise
+            # A create that completed in the same workflow task as the cancellation
+            # settles first (a cancelled handle would drop its result).
+            await asyncio.sleep(0)
+            handle.cancel()
+            try:
+                created = await self._outcome(handle, call.tool)
+            except (asyncio.CancelledError, RemoteError):
+                raise asyncio.CancelledError() from None
+            if created.task is not None:
+                cancel = RemoteCancel(server=self.name, task_id=created.task.task_id)
+                await self._run(CANCEL_TASK_ACTIVITY, cancel, type(None), call.tool)
             raise
 
     async def _follow(self, tool: str, state: RemoteTaskState) -> mcp_types.CallToolResult:
@@ -205,22 +248,31 @@ class RemoteServer:
         result_type: Any,
         tool: str | None,
         *,
-        heartbeat: bool = False,
         waits: bool = False,
     ) -> Any:
+        running = workflow.execute_activity(
+            activity,
+            request,
+            result_type=result_type,
+            **self._options(tool, waits=waits, heartbeat=False),
+        )
+        return await self._outcome(running, tool)
+
+    def _options(self, tool: str | None, *, waits: bool, heartbeat: bool) -> dict[str, Any]:
         timeout = self._wait_timeout if waits else self._call_timeout
+        return {
+            "task_queue": self._task_queue,
+            "start_to_close_timeout": timeout,
+            "schedule_to_close_timeout": timeout if waits else None,
+            "heartbeat_timeout": self._heartbeat_timeout if (waits or heartbeat) else None,
+            "retry_policy": _WAIT_RETRY if waits else self._retry,
+            "summary": f"{self.name} · {tool or 'tools/list'}",
+        }
+
+    async def _outcome(self, running: Awaitable[Any], tool: str | None) -> Any:
+        """An activity's result; its failure as a ``RemoteError``, its cancellation as ours."""
         try:
-            return await workflow.execute_activity(
-                activity,
-                request,
-                result_type=result_type,
-                task_queue=self._task_queue,
-                start_to_close_timeout=timeout,
-                schedule_to_close_timeout=timeout if waits else None,
-                heartbeat_timeout=self._heartbeat_timeout if (waits or heartbeat) else None,
-                retry_policy=_WAIT_RETRY if waits else self._retry,
-                summary=f"{self.name} · {tool or 'tools/list'}",
-            )
+            return await running
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err

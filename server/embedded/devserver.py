@@ -46,6 +46,12 @@ FAIRNESS_DYNAMIC_CONFIG = (
     "matching.enableFairness=true",
     "matching.numTaskqueueWritePartitions=1",
 )
+#: Eager activity execution: an activity a workflow task schedules on its own
+#: worker's queue is handed back with that workflow task's completion instead of
+#: going through matching (the SDK asks for it by default; the server must
+#: allow it). One dispatch less per activity -- a remote task call's create and
+#: wait activities each start at once (bench/results/remote_calls.md).
+EAGER_DYNAMIC_CONFIG = ("system.enableActivityEagerExecution=true",)
 
 
 def temporal_binary() -> str:
@@ -88,7 +94,7 @@ def start_dev_command(
     """The ``temporal server start-dev`` command line (``ui_port`` None: headless)."""
     args = [temporal_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
     args += ["--namespace", namespace, "--log-level", "warn"]
-    for value in FAIRNESS_DYNAMIC_CONFIG:
+    for value in (*FAIRNESS_DYNAMIC_CONFIG, *EAGER_DYNAMIC_CONFIG):
         args += ["--dynamic-config-value", value]
     if http_port is not None:
         args += ["--http-port", str(http_port)]

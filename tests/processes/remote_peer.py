@@ -31,19 +31,28 @@ def _log(marker_dir: str, name: str, line: str) -> None:
         out.write(line + "\n")
 
 
+async def _count_and_wait(marker_dir: str, tag: str, ctx: Context) -> str:
+    _log(marker_dir, f"runs-{tag}.log", "run")
+    await ctx.report_progress(1, 2, f"{tag} is waiting")
+    try:
+        while not (Path(marker_dir) / f"release-{tag}").exists():
+            await asyncio.sleep(0.05)
+    except asyncio.CancelledError:
+        _log(marker_dir, f"cancelled-{tag}.log", "cancelled")
+        raise
+    return f"{tag} done"
+
+
 def add_tools(mcp: FastMCP) -> None:
     @mcp.tool(task=True)
     async def count_and_wait(marker_dir: str, tag: str, ctx: Context) -> str:
         """Record a run, report progress, wait for ``release-<tag>``."""
-        _log(marker_dir, f"runs-{tag}.log", "run")
-        await ctx.report_progress(1, 2, f"{tag} is waiting")
-        try:
-            while not (Path(marker_dir) / f"release-{tag}").exists():
-                await asyncio.sleep(0.05)
-        except asyncio.CancelledError:
-            _log(marker_dir, f"cancelled-{tag}.log", "cancelled")
-            raise
-        return f"{tag} done"
+        return await _count_and_wait(marker_dir, tag, ctx)
+
+    @mcp.tool(task=True)
+    async def slow_to_start(marker_dir: str, tag: str, ctx: Context) -> str:
+        """``count_and_wait``, whose ``tools/call`` is held until ``start-<tag>`` exists."""
+        return await _count_and_wait(marker_dir, tag, ctx)
 
     @mcp.tool(task=True)
     async def ask_color(marker_dir: str, tag: str, ctx: Context) -> str:
@@ -84,13 +93,21 @@ def add_tools(mcp: FastMCP) -> None:
 
 
 class RefuseWidgets(Middleware):
-    """``tools/call bad_widget`` is answered with a JSON-RPC error (a protocol error)."""
+    """``tools/call bad_widget`` is answered with a JSON-RPC error (a protocol error);
+    ``tools/call slow_to_start`` is held (``asked-<tag>.log``) until ``start-<tag>``
+    exists -- a create that is still in flight when the test cancels."""
 
     async def on_call_tool(
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
     ) -> Any:
         if context.message.name == "bad_widget":
             raise MCPError(-32602, "bad widget")
+        if context.message.name == "slow_to_start":
+            arguments = context.message.arguments or {}
+            marker_dir, tag = str(arguments["marker_dir"]), str(arguments["tag"])
+            _log(marker_dir, f"asked-{tag}.log", "asked")
+            while not (Path(marker_dir) / f"start-{tag}").exists():
+                await asyncio.sleep(0.05)
         return await call_next(context)
 
 

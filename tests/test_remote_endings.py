@@ -1,0 +1,135 @@
+"""How a remote task call ends when someone else ends it: cancelled mid-create, by the remote's
+own client, or gone (expired) -- real processes over real HTTP, as in ``test_remote_mcp``."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from fastmcp import Client
+from temporalio.client import Client as TemporalClient
+
+from fastmcp_temporal import DevServer, TemporalTasks
+from fastmcp_temporal.client import call_tool_task
+from fastmcp_temporal.client_wire import cancel_task
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from tests.helpers import eventually, needs_peer
+from tests.histories.replay import task_replayer
+from tests.processes.remote_workflows import CallRemote
+from tests.remote_harness import (
+    RemotePeer,
+    history_text,
+    lines,
+    orchestrator,
+    orchestrator_tasks,
+    report_of,
+)
+from tests.test_remote_mcp import _eventually_status, _recorded_remote_task
+
+KINDS = [pytest.param("ours"), pytest.param("peer", marks=needs_peer)]
+
+
+@pytest_asyncio.fixture(params=KINDS)
+async def peer(
+    request: pytest.FixtureRequest, temporal_server: DevServer, task_queue: str, tmp_path: Path
+) -> AsyncIterator[RemotePeer]:
+    remote = RemotePeer(request.param, tmp_path, temporal_server.address, task_queue)
+    await remote.start()
+    try:
+        yield remote
+    finally:
+        remote.stop()
+
+
+def _call(tool: str, tmp_path: Path, tag: str) -> dict[str, object]:
+    return {"tool": tool, "arguments": {"marker_dir": str(tmp_path), "tag": tag}}
+
+
+async def _body_history(temporal_client: TemporalClient, task_id: str) -> str:
+    return await history_text(temporal_client, workflow_id_for(task_id, None) + "-body")
+
+
+async def test_cancelled_while_the_remote_creates_the_task_it_is_cancelled_too(
+    peer: RemotePeer,
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    tmp_path: Path,
+) -> None:
+    """The remote holds ``tools/call`` until the create activity's cancellation is in
+    history; then it creates the task all the same, and that task ends cancelled."""
+    server = orchestrator(temporal_tasks(**orchestrator_tasks(peer.url)))
+    async with Client(server) as client:
+        task = await call_tool_task(client, "call_remote", _call("slow_to_start", tmp_path, "s"))
+        await eventually(lambda: lines(tmp_path / "asked-s.log") == ["asked"])
+        await task.cancel()
+        for _ in range(300):
+            if "ACTIVITY_TASK_CANCEL_REQUESTED" in await _body_history(
+                temporal_client, task.task_id
+            ):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the create activity's cancellation never reached history")
+        (tmp_path / "start-s").write_text("")  # only now does the remote create the task
+        assert (await task.wait(timeout=60)).status == "cancelled"
+        remote_id = await _recorded_remote_task(temporal_client, task.task_id)
+        async with peer.direct_client() as direct:
+            final = await _eventually_status(direct, remote_id, "cancelled")
+    body = await _body_history(temporal_client, task.task_id)
+    events = re.findall(r'"eventType": "([A-Z_]+)"', body)
+    assert final == "cancelled", " ".join(events)
+    # The peer may cancel its task before its body starts; ours may have started it.
+    assert len(lines(tmp_path / "runs-s.log")) <= 1, "the remote body ran at most once"
+    assert "remote-create-cancel" in body, "the patched path ran"
+    history = await temporal_client.get_workflow_handle(
+        workflow_id_for(task.task_id, None) + "-body"
+    ).fetch_history()
+    replayed = await task_replayer([CallRemote]).replay_workflow(history)
+    assert replayed.replay_failure is None, "the cancel-during-create path replays"
+
+
+async def test_a_remote_task_cancelled_by_someone_else_raises_cancelled(
+    peer: RemotePeer,
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    tmp_path: Path,
+) -> None:
+    server = orchestrator(temporal_tasks(**orchestrator_tasks(peer.url)))
+    async with Client(server) as client:
+        task = await call_tool_task(client, "call_remote", _call("count_and_wait", tmp_path, "o"))
+        await eventually(lambda: lines(tmp_path / "runs-o.log") == ["run"])
+        remote_id = await _recorded_remote_task(temporal_client, task.task_id)
+        async with peer.direct_client() as direct:
+            await cancel_task(direct.session, remote_id)
+        report = report_of(await task.wait(timeout=90))
+    assert report["error_type"] == "RemoteTaskError", report
+    assert report["remote_status"] == "cancelled" and report["remote_task_id"] == remote_id
+    assert remote_id in report["error_message"] and "count_and_wait" in report["error_message"]
+
+
+async def test_a_remote_task_that_is_gone_raises_expired(
+    peer: RemotePeer,
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    tmp_path: Path,
+) -> None:
+    """The peer (``memory://``) restarted forgets its tasks: ``tasks/get`` answers not
+    found, as after a TTL purge. (Ours keeps tasks in Temporal across a restart.)"""
+    if peer.kind == "ours":
+        pytest.skip("ours keeps its tasks across a restart; only the peer's are gone")
+    server = orchestrator(temporal_tasks(**orchestrator_tasks(peer.url)))
+    async with Client(server) as client:
+        task = await call_tool_task(client, "call_remote", _call("count_and_wait", tmp_path, "g"))
+        await eventually(lambda: lines(tmp_path / "runs-g.log") == ["run"])
+        remote_id = await _recorded_remote_task(temporal_client, task.task_id)
+        peer.kill()
+        await peer.start()
+        report = report_of(await task.wait(timeout=120))
+    assert report["error_type"] == "RemoteTaskError", report
+    assert report["remote_status"] == "expired" and report["remote_task_id"] == remote_id
+    message = report["error_message"]
+    assert remote_id in message and "peer" in message and "count_and_wait" in message, message
