@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("protocol", "payloads"),  # MCP requests -> tasks; payloads stored outside Temporal
     ("tasks", "temporal"),  # SEP-2663 operations as Temporal calls; reaching Temporal, the worker
     ("embedded",),  # the embedded dev server and its keeper
-    ("core",),  # the shared vocabulary: wire shapes, scope, visibility, codec
+    ("core",),  # the shared vocabulary: wire, scope, visibility, codec, settings, metrics
 ]
 FLOOR = {part: floor for floor, parts in enumerate(LAYERS) for part in parts}
 
