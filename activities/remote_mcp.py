@@ -20,7 +20,8 @@ something not answered yet, or shows a new status message (at most every
 ``progress_after_s``), heartbeating every second so a dead worker's wait moves
 on and a cancelled call stops waiting. It listens (``subscriptions/listen``)
 on HTTP connections where the remote serves it and polls ``tasks/get`` at the
-task's ``pollIntervalMs`` otherwise.
+task's ``pollIntervalMs`` otherwise. A call's first wait is the same activity run
+locally for about a second (``give_up_after_s``), without heartbeats.
 """
 
 from __future__ import annotations
@@ -199,16 +200,20 @@ class RemoteMcpActivities:
 
     @activity.defn(name=WAIT_TASK_ACTIVITY)
     async def wait_task(self, wait: RemoteWait) -> RemoteTaskState:
-        heartbeats = asyncio.create_task(_heartbeat_every_second())
+        """``wait``, heartbeating -- except as a call's bounded first wait, a local activity."""
+        local = activity.info().is_local
+        heartbeats = None if local else asyncio.create_task(_heartbeat_every_second())
         try:
             return await self.wait(wait)
         finally:
-            heartbeats.cancel()
+            if heartbeats is not None:
+                heartbeats.cancel()
 
     async def wait(self, wait: RemoteWait) -> RemoteTaskState:
         """The remote task's next state worth acting on (see ``RemoteWait``)."""
         loop = asyncio.get_running_loop()
         progress_due = loop.time() + wait.progress_after_s if wait.progress_after_s else None
+        give_up = loop.time() + wait.give_up_after_s if wait.give_up_after_s else None
         answered = set(wait.answered)
         spec = self._servers.get(wait.server)
         async with self._session(wait, wait.tool) as client:
@@ -233,12 +238,11 @@ class RemoteMcpActivities:
                         None,
                         wait.status_message,
                     )
-                    timeout = None
-                    if shows_news:
-                        assert progress_due is not None
-                        timeout = progress_due - loop.time()
-                        if timeout <= 0:
-                            return state
+                    news_due = progress_due if shows_news else None
+                    due = [t for t in (give_up, news_due) if t is not None]
+                    timeout = min(due) - loop.time() if due else None
+                    if timeout is not None and timeout <= 0:
+                        return state
                     try:
                         state = _checked(await asyncio.wait_for(feed.get(), timeout))
                     except TimeoutError:

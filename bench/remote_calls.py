@@ -15,9 +15,10 @@ machine hits both:
 - **from a workflow tool**: ``remote("r").call_tool("quick")`` inside a
   workflow, on a second ``TemporalTasks`` server (same dev server, its own
   queue and worker). Its time is measured by the workflow itself, from the
-  workflow task that makes the call to the one that gets the result
-  (``workflow.now()``): the create activity, the wait activity (listening),
-  and Temporal recording both.
+  workflow task that makes the call to the moment it has the result
+  (``workflow.now()``, which a local activity's completion moves on): the
+  create activity, Temporal recording it, and the first wait -- a local
+  activity (listening) in the workflow task after it.
 
 Added latency = (workflow-tool call) - (direct call), per percentile. Fan-out:
 50 calls at once (``asyncio.gather`` in the workflow; ``asyncio.gather`` of 50
@@ -133,8 +134,8 @@ async def main(n: int, fanouts: int, width: int) -> str:
 
 ROWS = {
     "direct": "direct: listening client",
-    "matched": "from a workflow tool, activities dispatched by matching (before)",
-    "eager": "from a workflow tool, eager activities (after)",
+    "matched": "from a workflow tool, activities dispatched by matching",
+    "eager": "from a workflow tool, eager activities",
 }
 
 
@@ -167,8 +168,8 @@ def report(
         "| one remote task call (`quick`, returns at once) | p50 ms | p99 ms | mean ms |",
         "|---|---:|---:|---:|",
         *(f"| {label} | {cells(singles[key])} |" for key, label in ROWS.items()),
-        f"| **added**, matching (before) | {added(singles['matched'])} |",
-        f"| **added**, eager (after) | {added(singles['eager'])} |",
+        f"| **added**, matching | {added(singles['matched'])} |",
+        f"| **added**, eager | {added(singles['eager'])} |",
         "",
         f"| {width} calls at once (wall time, {fanouts} runs each) | median ms | ratio |",
         "|---|---:|---:|",

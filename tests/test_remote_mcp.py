@@ -77,6 +77,8 @@ async def test_sync_calls_task_calls_and_the_token_stays_out_of_history(
     assert lines(tmp_path / "runs-a.log") == ["run"]
     body = await history_text(temporal_client, workflow_id_for(task.task_id, None) + "-body")
     assert len(remote_task_ids(body)) == 1, "the remote task id is recorded"
+    assert "remote-local-first-wait" in body, "the patched path ran"
+    assert '"markerName": "core_local_activity"' in body, "the first wait was a local activity"
     history = body + await history_text(temporal_client, workflow_id_for(task.task_id, None))
     assert TOKEN not in history and peer.url.split("//")[1] not in history
 

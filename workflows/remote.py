@@ -21,11 +21,12 @@ A tool the remote runs synchronously is one activity (retried by ``retry``).
 A tool the remote runs as a SEP-2663 task is created in one activity, so the
 remote task id is in history before anything waits for it; then activities
 wait for it (listening where the remote serves ``subscriptions/listen``, else
-polling at its ``pollIntervalMs``). A worker that dies at any point picks the
-same remote task up again: the remote body runs once. The remote's input
-requests are asked of *our* task's client through ``ask`` (our own keys), and
-the answers go back under the remote's keys; its status messages become our
-task's progress; cancelling our task cancels the remote one.
+polling at its ``pollIntervalMs``; the first is a local activity of about a
+second). A worker that dies at any point picks the same remote task up again:
+the remote body runs once. The remote's input requests are asked of *our*
+task's client through ``ask`` (our own keys), and the answers go back under the
+remote's keys; its status messages become our task's progress; cancelling our
+task cancels the remote one.
 
 A remote ``isError`` result is returned (the agent decides). Everything else
 that goes wrong raises a ``RemoteError`` the workflow can catch:
@@ -45,7 +46,12 @@ import mcp_types
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    FailureError,
+    is_cancelled_exception,
+)
 from temporalio.workflow import ActivityCancellationType
 
 from fastmcp_temporal.workflows.remote_models import (
@@ -53,6 +59,7 @@ from fastmcp_temporal.workflows.remote_models import (
     CALL_TOOL_ACTIVITY,
     CANCEL_TASK_ACTIVITY,
     LIST_TOOLS_ACTIVITY,
+    REMOTE_TERMINAL,
     TASK_GONE_TYPE,
     TOOL_ERROR_TYPE,
     UNAVAILABLE_TYPE,
@@ -82,6 +89,10 @@ _WAIT_RETRY = RetryPolicy(
 #: Cancelled while the create activity runs: wait for its outcome and cancel the
 #: remote task it made (``RemoteServer._create``).
 _CANCEL_WHAT_CREATE_MADE = "remote-create-cancel"
+#: A call's first wait is a short local activity (``RemoteServer._wait_locally_first``).
+_LOCAL_FIRST_WAIT = "remote-local-first-wait"
+#: How long that first wait follows the remote task before the wait activity takes over.
+_LOCAL_WAIT = timedelta(seconds=1)
 
 
 class RemoteError(ApplicationError):
@@ -202,6 +213,7 @@ class RemoteServer:
     async def _follow(self, tool: str, state: RemoteTaskState) -> mcp_types.CallToolResult:
         answered: set[str] = set()
         relayed: str | None = None
+        waited = False
         while True:
             if state.status == "completed":
                 return mcp_types.CallToolResult.model_validate(state.result or {})
@@ -224,7 +236,48 @@ class RemoteServer:
                     self._progress_every.total_seconds() if self._progress_every else None
                 ),
             )
-            state = await self._run(WAIT_TASK_ACTIVITY, wait, RemoteTaskState, tool, waits=True)
+            settled = None if waited else await self._wait_locally_first(wait)
+            waited = True
+            if settled is not None:
+                state = settled
+            else:
+                state = await self._run(WAIT_TASK_ACTIVITY, wait, RemoteTaskState, tool, waits=True)
+
+    async def _wait_locally_first(self, wait: RemoteWait) -> RemoteTaskState | None:
+        """The call's first wait, inside the workflow task: the remote task if it ended
+        or asked within ``_LOCAL_WAIT``, else ``None`` (the wait activity takes over).
+
+        Many remote tasks end or ask within moments. A local activity's result is
+        recorded with the workflow task's next commands: no activity completion
+        round trip, and one workflow task less. The remote task id is in history
+        already (the create activity's result), so a worker that dies meanwhile
+        costs a re-attach: the workflow task runs again elsewhere and so does this
+        wait. A failure of any kind (slow, unreachable, gone) is left to the
+        heartbeating wait activity, which retries or reports it. Not where the
+        remote activities run on another queue (this worker may not have the
+        connection), nor in histories recorded before this (patch absent).
+        """
+        elsewhere = self._task_queue not in (None, workflow.info().task_queue)
+        if elsewhere or not workflow.patched(_LOCAL_FIRST_WAIT):
+            return None
+        bounded = wait.model_copy(
+            update={"give_up_after_s": _LOCAL_WAIT.total_seconds(), "progress_after_s": None}
+        )
+        try:
+            state = await workflow.execute_local_activity(
+                WAIT_TASK_ACTIVITY,
+                bounded,
+                result_type=RemoteTaskState,
+                schedule_to_close_timeout=2 * _LOCAL_WAIT,
+                retry_policy=RetryPolicy(maximum_attempts=1),
+                summary=f"{self.name} · {wait.tool}",
+            )
+        except FailureError as err:  # a local activity's failure can come unwrapped
+            if is_cancelled_exception(err):
+                raise asyncio.CancelledError() from err
+            return None  # the wait activity meets the same failure and handles it
+        ended_or_asks = state.status in REMOTE_TERMINAL or state.new_requests(set(wait.answered))
+        return state if ended_or_asks else None
 
     async def _relay(self, tool: str, task_id: str, requests: dict[str, Any]) -> None:
         """Ask our client each new question (at once), then answer the remote in one update."""

@@ -68,13 +68,18 @@ class RemoteCallOutcome(BaseModel):
 
 class RemoteWait(RemoteRequest):
     """Wait until the remote task ends, asks for something new, or (with
-    ``progress_after_s``) shows a status message other than ``status_message``."""
+    ``progress_after_s``) shows a status message other than ``status_message``.
+
+    ``give_up_after_s``: return the task as it is after this long (the first,
+    local wait of a call: ``RemoteServer._wait_locally_first``).
+    """
 
     tool: str
     task_id: str
     answered: list[str] = []
     status_message: str | None = None
     progress_after_s: float | None = None
+    give_up_after_s: float | None = None
 
 
 class RemoteAnswer(RemoteRequest):
