@@ -62,6 +62,7 @@ def spawn_orchestrator(
     return Process("orchestrating worker", args, {}, log)
 
 
+@pytest.mark.chaos  # kills and restarts real processes
 async def test_a_killed_orchestrating_worker_reattaches_and_the_remote_body_runs_once(
     peer: RemotePeer,
     temporal_server: DevServer,
@@ -100,6 +101,7 @@ async def test_a_killed_orchestrating_worker_reattaches_and_the_remote_body_runs
     )
 
 
+@pytest.mark.chaos  # kills and restarts real processes
 async def test_a_restarted_remote_is_reattached_and_completes(
     temporal_server: DevServer,
     temporal_client: TemporalClient,
@@ -190,6 +192,7 @@ async def test_the_recorded_remote_tour_replays(suffix: str) -> None:
     assert result.replay_failure is None
 
 
+@pytest.mark.chaos  # kills and restarts real processes
 async def test_a_function_tool_remote_step_reattaches_after_a_crash(
     peer: RemotePeer,
     temporal_server: DevServer,

@@ -111,6 +111,7 @@ async def test_a_remote_task_cancelled_by_someone_else_raises_cancelled(
     assert remote_id in report["error_message"] and "count_and_wait" in report["error_message"]
 
 
+@pytest.mark.chaos  # kills and restarts real processes
 async def test_a_remote_task_that_is_gone_raises_expired(
     peer: RemotePeer,
     temporal_tasks: Callable[..., TemporalTasks],
