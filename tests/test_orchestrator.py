@@ -35,7 +35,11 @@ from tests.remote_harness import history_text
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The example's recorded histories, beside the other remote-calling ones.
-RECORDED = "remote/orchestrator_triage"
+#: One generation per change of what a remote call does in history, oldest first; the
+#: newest is the one ``RECORD_REMOTE_HISTORIES=1`` writes. ``_2``: the first wait is a
+#: short local activity (patch ``remote-local-first-wait``).
+GENERATIONS = ["remote/orchestrator_triage", "remote/orchestrator_triage_2"]
+RECORDED = GENERATIONS[-1]
 
 
 def running_in(data_dir: Path) -> list[str]:
@@ -145,8 +149,9 @@ async def test_the_triage_runs_on_the_sessions_temporal_and_its_history_replays(
             (HISTORIES / f"{RECORDED}{suffix}.json").write_text(history.to_json())
 
 
+@pytest.mark.parametrize("generation", GENERATIONS)
 @pytest.mark.parametrize("suffix", ["", ".body"])
-async def test_the_recorded_triage_replays(suffix: str) -> None:
+async def test_the_recorded_triage_replays(generation: str, suffix: str) -> None:
     """The replay gate for the example: a recorded triage replays on today's code."""
-    history = load_history(f"{RECORDED}{suffix}")
+    history = load_history(f"{generation}{suffix}")
     assert (await task_replayer([TriageAgent]).replay_workflow(history)).replay_failure is None

@@ -39,7 +39,11 @@ from tests.test_remote_mcp import _recorded_remote_task, remote_task_ids
 KINDS = [pytest.param("ours"), pytest.param("peer", marks=needs_peer)]
 WORKFLOWS = [CallRemote, FanOut, ListRemoteTools, RemoteTour]
 #: The replay gate's recorded remote-calling histories (``RECORD_REMOTE_HISTORIES=1`` writes them).
-RECORDED = "remote/remote_tour"
+#: One generation per change of what a remote call does in history, oldest first; the
+#: newest is the one ``RECORD_REMOTE_HISTORIES=1`` writes. ``_2``: the first wait is a
+#: short local activity (patch ``remote-local-first-wait``).
+GENERATIONS = ["remote/remote_tour", "remote/remote_tour_2"]
+RECORDED = GENERATIONS[-1]
 
 
 @pytest_asyncio.fixture(params=KINDS)
@@ -184,10 +188,11 @@ async def test_the_tour_relays_progress_and_questions_and_replays(
             (HISTORIES / f"{RECORDED}{suffix}.json").write_text(history.to_json())
 
 
+@pytest.mark.parametrize("generation", GENERATIONS)
 @pytest.mark.parametrize("suffix", ["", ".body"])
-async def test_the_recorded_remote_tour_replays(suffix: str) -> None:
+async def test_the_recorded_remote_tour_replays(generation: str, suffix: str) -> None:
     """The replay gate for remote calls: a recorded tour replays on today's code."""
-    history = load_history(f"{RECORDED}{suffix}")
+    history = load_history(f"{generation}{suffix}")
     result = await task_replayer(WORKFLOWS).replay_workflow(history)
     assert result.replay_failure is None
 
