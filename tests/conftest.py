@@ -18,13 +18,18 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import run_server_async
 
+from fastmcp_temporal import DevServer
 from fastmcp_temporal.client import enable_transparent_tasks
 from tests import exclusive
+from tests.helpers import needs_peer
+from tests.remote_harness import RemotePeer
 
 with contextlib.suppress(ImportError):
     import fastmcp_tasks  # noqa: F401  (the peer's client half, FastMCP 4.1 only)
@@ -57,3 +62,16 @@ def _turn(request: pytest.FixtureRequest) -> Iterator[None]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     exclusive.exclusive_first(items)
+
+
+@pytest_asyncio.fixture(params=[pytest.param("ours"), pytest.param("peer", marks=needs_peer)])
+async def peer(
+    request: pytest.FixtureRequest, temporal_server: DevServer, task_queue: str, tmp_path: Path
+) -> AsyncIterator[RemotePeer]:
+    """The remote MCP server of a remote-call test, in its own process: ours, then the peer."""
+    remote = RemotePeer(request.param, tmp_path, temporal_server.address, task_queue)
+    await remote.start()
+    try:
+        yield remote
+    finally:
+        remote.stop()

@@ -9,18 +9,17 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from fastmcp import Client
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task, update_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
-from tests.helpers import declares_elicitation, eventually, front_end, needs_peer
+from tests.helpers import declares_elicitation, eventually, front_end
 from tests.histories.replay import HISTORIES, load_history, task_replayer
 from tests.processes.remote_caller import tools
 from tests.processes.remote_workflows import CallRemote, FanOut, ListRemoteTools, RemoteTour
@@ -36,7 +35,6 @@ from tests.remote_harness import (
 )
 from tests.test_remote_mcp import _recorded_remote_task, remote_task_ids
 
-KINDS = [pytest.param("ours"), pytest.param("peer", marks=needs_peer)]
 WORKFLOWS = [CallRemote, FanOut, ListRemoteTools, RemoteTour]
 #: The replay gate's recorded remote-calling histories (``RECORD_REMOTE_HISTORIES=1`` writes them).
 #: One generation per change of what a remote call does in history, oldest first; the
@@ -44,18 +42,6 @@ WORKFLOWS = [CallRemote, FanOut, ListRemoteTools, RemoteTour]
 #: short local activity (patch ``remote-local-first-wait``).
 GENERATIONS = ["remote/remote_tour", "remote/remote_tour_2"]
 RECORDED = GENERATIONS[-1]
-
-
-@pytest_asyncio.fixture(params=KINDS)
-async def peer(
-    request: pytest.FixtureRequest, temporal_server: DevServer, task_queue: str, tmp_path: Path
-) -> AsyncIterator[RemotePeer]:
-    remote = RemotePeer(request.param, tmp_path, temporal_server.address, task_queue)
-    await remote.start()
-    try:
-        yield remote
-    finally:
-        remote.stop()
 
 
 def spawn_orchestrator(

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-import pytest_asyncio
 from fastmcp import Client
 from temporalio.client import Client as TemporalClient
 
-from fastmcp_temporal import DevServer, TemporalTasks
+from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task, get_task, update_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
-from tests.helpers import declares_elicitation, eventually, needs_peer
+from tests.helpers import declares_elicitation, eventually
 from tests.remote_harness import (
     TOKEN,
     RemotePeer,
@@ -31,20 +29,6 @@ from tests.remote_harness import (
     report_of,
     run_tool,
 )
-
-KINDS = [pytest.param("ours"), pytest.param("peer", marks=needs_peer)]
-
-
-@pytest_asyncio.fixture(params=KINDS)
-async def peer(
-    request: pytest.FixtureRequest, temporal_server: DevServer, task_queue: str, tmp_path: Path
-) -> AsyncIterator[RemotePeer]:
-    remote = RemotePeer(request.param, tmp_path, temporal_server.address, task_queue)
-    await remote.start()
-    try:
-        yield remote
-    finally:
-        remote.stop()
 
 
 def remote_task_ids(history: str) -> set[str]:
