@@ -38,10 +38,13 @@ SERVER = "tests/processes/resilient_server.py"
 class Fleet:
     """``fastmcp-temporal worker`` processes on one queue, each with its own log."""
 
-    def __init__(self, address: str, task_queue: str, logs: Path) -> None:
+    def __init__(
+        self, address: str, task_queue: str, logs: Path, heartbeat_timeout_s: float = 2
+    ) -> None:
         self._env = {
             "TEMPORAL_ADDRESS": address,
             "RESILIENT_TASK_QUEUE": task_queue,
+            "RESILIENT_HEARTBEAT_TIMEOUT_S": str(heartbeat_timeout_s),
             "PYTHONPATH": str(ROOT),  # the server module imports the crash server's tool
         }
         self._logs = logs
@@ -65,8 +68,10 @@ class Fleet:
 
 
 @asynccontextmanager
-async def fleet(address: str, task_queue: str, logs: Path) -> AsyncIterator[Fleet]:
-    workers = Fleet(address, task_queue, logs)
+async def fleet(
+    address: str, task_queue: str, logs: Path, heartbeat_timeout_s: float = 2
+) -> AsyncIterator[Fleet]:
+    workers = Fleet(address, task_queue, logs, heartbeat_timeout_s)
     try:
         yield workers
     finally:
@@ -93,12 +98,17 @@ async def interrupt_one_leg(
     ``signum``. Returns the final status, the runs recorded (their task ids,
     checked to be this task's), and what ``tasks/get`` said while the leg was
     being retried.
+
+    A drain must hand the leg back by itself, so for SIGTERM the legs'
+    heartbeat timeout is a minute: a worker that a loaded machine starves for
+    a few seconds is then never found "lost" instead (with 2 s it was, in CI).
     """
     runs = tmp_path / "runs"
     runs.mkdir()
     retrying: list[str] = []
+    heartbeat_timeout_s = 60 if signum == signal.SIGTERM else 2
     async with (
-        fleet(temporal_server.address, task_queue, tmp_path) as workers,
+        fleet(temporal_server.address, task_queue, tmp_path, heartbeat_timeout_s) as workers,
         Client(front_end(temporal_client, task_queue, crash_server)) as client,
     ):
         running = await workers.start()

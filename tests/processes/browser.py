@@ -94,24 +94,49 @@ class Page:
         path.write_bytes(base64.b64decode(shot["data"]))
 
 
+async def _start_chromium(binary: str, profile: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Chromium and the DevTools port it wrote, or an error quoting what it printed.
+
+    A first start on a fresh machine (CI installs Chromium just before the
+    tests) can take long: a minute is allowed. Chromium's own output goes to
+    ``chromium.log`` beside the profile, so a failure says why.
+    """
+    profile.mkdir(parents=True, exist_ok=True)
+    log_path = profile.parent / f"{profile.name}-chromium.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    port_file = profile / "DevToolsActivePort"
+    deadline = asyncio.get_running_loop().time() + 60
+    while not port_file.exists() or not port_file.read_text().strip():
+        if process.poll() is not None or asyncio.get_running_loop().time() > deadline:
+            _stop(process)
+            said = log_path.read_text(errors="replace")[-3000:]
+            raise AssertionError(f"chromium never opened CDP; it printed:\n{said}")
+        await asyncio.sleep(0.1)
+    return process, port_file.read_text().split()[0]
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 @contextlib.asynccontextmanager
 async def open_page(url: str, profile: Path) -> AsyncIterator[Page]:
     binary = chromium_binary()
     assert binary is not None
-    process = subprocess.Popen(
-        [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    process, port = await _start_chromium(binary, profile)
     try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = asyncio.get_running_loop().time() + 30
-        while not port_file.exists() or not port_file.read_text().strip():
-            assert process.poll() is None, "chromium exited"
-            assert asyncio.get_running_loop().time() < deadline, "chromium never opened CDP"
-            await asyncio.sleep(0.1)
-        port = port_file.read_text().split()[0]
         async with httpx.AsyncClient() as http:
             targets = (await http.get(f"http://127.0.0.1:{port}/json/list")).json()
         (target,) = [t for t in targets if t.get("type") == "page"][:1]
@@ -121,10 +146,4 @@ async def open_page(url: str, profile: Path) -> AsyncIterator[Page]:
             await page.send("Page.navigate", url=url)
             yield page
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        _stop(process)
