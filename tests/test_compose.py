@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from fastmcp_temporal.server.core import metrics
+from fastmcp_temporal.server.embedded import devserver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -145,3 +146,26 @@ def test_prometheus_scrapes_every_process_and_grafana_has_the_dashboard() -> Non
     )
     exported = {name.removesuffix("_total") for name in metrics.METRIC_NAMES}
     assert all(name in queries for name in exported), exported - set(queries.split())
+
+
+def test_composed_temporal_runs_with_the_embedded_servers_dynamic_config() -> None:
+    """Fairness and eager activities: the cluster is configured as the dev server is."""
+    temporal = resolved()["services"]["temporal"]
+    version = temporal["image"].split(":")[1]
+    assert tuple(int(part) for part in version.split(".")[:2]) >= (1, 29), "fairness needs 1.29"
+    # `docker compose` resolves a volume to a mapping, the standalone v1 to "source:target:ro".
+    mounts = [
+        (v["source"], v["target"]) if isinstance(v, dict) else tuple(v.split(":")[:2])
+        for v in temporal["volumes"]
+    ]
+    (source, target), *others = [m for m in mounts if m[0].endswith("dynamicconfig.yaml")]
+    assert not others
+    assert temporal["environment"]["DYNAMIC_CONFIG_FILE_PATH"] == (
+        target.removeprefix("/etc/temporal/")
+    )
+    composed = yaml.safe_load(Path(source).read_text())
+    embedded = {}
+    for setting in (*devserver.FAIRNESS_DYNAMIC_CONFIG, *devserver.EAGER_DYNAMIC_CONFIG):
+        name, value = setting.split("=", 1)
+        embedded[name] = yaml.safe_load(value)
+    assert {name: values[0]["value"] for name, values in composed.items()} == embedded
