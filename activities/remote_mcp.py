@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from fastmcp import Client
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 from mcp.shared.exceptions import MCPError
+from mcp_types import RequestParamsMeta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -46,6 +48,7 @@ from fastmcp_temporal.activities.remote_connections import (
     RemoteServers,
 )
 from fastmcp_temporal.client_wire import (
+    IDEMPOTENCY_KEY_META,
     TEMPORAL_UNAVAILABLE,
     CreatedTask,
     TaskState,
@@ -162,7 +165,7 @@ class RemoteMcpActivities:
         if previous:
             recorded = RemoteTaskState.model_validate(previous[0])
             return RemoteCallOutcome(task=recorded)
-        calling = asyncio.create_task(self.start_call(call))
+        calling = asyncio.create_task(self.start_call(call, idempotency_key(*_this_activity())))
         # A quick answer (the usual case) costs no heartbeat round trip.
         heartbeats = asyncio.create_task(_heartbeat_every_second(first_after_s=1.0))
         try:
@@ -178,25 +181,37 @@ class RemoteMcpActivities:
             activity.heartbeat(outcome.task.model_dump(mode="json"))
         return outcome
 
-    async def start_call(self, call: RemoteCall) -> RemoteCallOutcome:
-        """``tools/call`` with the tasks extension declared: a result, or the created task."""
+    async def start_call(self, call: RemoteCall, key: str | None = None) -> RemoteCallOutcome:
+        """``tools/call`` with the tasks extension declared: a result, or the created task.
+
+        ``key`` (``idempotency_key``) goes in ``_meta``, where any transport carries
+        it: a remote that knows it (ours) answers a repeated create with the task the
+        first one made; one that does not ignores it (``_meta`` is open by the spec).
+        """
+        meta = cast(RequestParamsMeta, {IDEMPOTENCY_KEY_META: key}) if key is not None else None
         async with self._session(call, call.tool) as client:
             raw = await client.session.call_tool(
-                name=call.tool, arguments=call.arguments, allow_claimed=True
+                name=call.tool, arguments=call.arguments, meta=meta, allow_claimed=True
             )
-        if getattr(raw, "result_type", None) == "task":
+            if getattr(raw, "result_type", None) != "task":
+                return RemoteCallOutcome(
+                    result=raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+                )
             created = CreatedTask.model_validate(raw.model_dump(by_alias=True, mode="json"))
-            state = RemoteTaskState(
-                task_id=created.task_id,
-                status=created.status,
-                status_message=created.status_message,
-                poll_interval_ms=created.poll_interval_ms,
-                ttl_ms=created.ttl_ms,
-            )
-            return RemoteCallOutcome(task=state)
-        return RemoteCallOutcome(
-            result=raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if created.status in REMOTE_TERMINAL:
+                # A repeated create can name a task that has ended meanwhile: the
+                # create's answer has its status only, ``tasks/get`` its outcome.
+                return RemoteCallOutcome(
+                    task=_state(await get_task(client.session, created.task_id))
+                )
+        state = RemoteTaskState(
+            task_id=created.task_id,
+            status=created.status,
+            status_message=created.status_message,
+            poll_interval_ms=created.poll_interval_ms,
+            ttl_ms=created.ttl_ms,
         )
+        return RemoteCallOutcome(task=state)
 
     @activity.defn(name=WAIT_TASK_ACTIVITY)
     async def wait_task(self, wait: RemoteWait) -> RemoteTaskState:
@@ -279,6 +294,26 @@ class RemoteMcpActivities:
     async def cancel(self, cancel: RemoteCancel) -> None:
         async with self._session(cancel) as client:
             await cancel_task(client.session, cancel.task_id)
+
+
+def idempotency_key(*identity: str) -> str:
+    """The idempotency key of the remote create that ``identity`` names.
+
+    A digest, so the key is short and printable whatever the ids hold, and the
+    remote learns nothing of our workflow ids.
+    """
+    digest = hashlib.sha256(json.dumps(identity).encode()).hexdigest()
+    return f"fastmcp-temporal-{digest}"
+
+
+def _this_activity() -> tuple[str, ...]:
+    """What names this create activity: the same on every attempt (Temporal keeps the
+    activity id across retries) and different for every other call (the id is the
+    schedule's sequence number in its run, one per ``call_tool``, ``gather`` too).
+    Not a workflow input: recorded histories replay unchanged."""
+    info = activity.info()
+    run = info.workflow_run_id or info.activity_run_id or ""
+    return ("activity", info.namespace, info.workflow_id or "", run, info.activity_id)
 
 
 def _state(task: TaskState) -> RemoteTaskState:
