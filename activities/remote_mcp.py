@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
@@ -47,6 +46,7 @@ from fastmcp_temporal.activities.remote_connections import (
     RemoteServer,
     RemoteServers,
 )
+from fastmcp_temporal.activities.remote_keys import create_key
 from fastmcp_temporal.client_wire import (
     IDEMPOTENCY_KEY_META,
     TEMPORAL_UNAVAILABLE,
@@ -165,7 +165,7 @@ class RemoteMcpActivities:
         if previous:
             recorded = RemoteTaskState.model_validate(previous[0])
             return RemoteCallOutcome(task=recorded)
-        calling = asyncio.create_task(self.start_call(call, idempotency_key(*_this_activity())))
+        calling = asyncio.create_task(self.start_call(call, create_key()))
         # A quick answer (the usual case) costs no heartbeat round trip.
         heartbeats = asyncio.create_task(_heartbeat_every_second(first_after_s=1.0))
         try:
@@ -184,7 +184,7 @@ class RemoteMcpActivities:
     async def start_call(self, call: RemoteCall, key: str | None = None) -> RemoteCallOutcome:
         """``tools/call`` with the tasks extension declared: a result, or the created task.
 
-        ``key`` (``idempotency_key``) goes in ``_meta``, where any transport carries
+        ``key`` (``remote_keys``) goes in ``_meta``, where any transport carries
         it: a remote that knows it (ours) answers a repeated create with the task the
         first one made; one that does not ignores it (``_meta`` is open by the spec).
         """
@@ -294,26 +294,6 @@ class RemoteMcpActivities:
     async def cancel(self, cancel: RemoteCancel) -> None:
         async with self._session(cancel) as client:
             await cancel_task(client.session, cancel.task_id)
-
-
-def idempotency_key(*identity: str) -> str:
-    """The idempotency key of the remote create that ``identity`` names.
-
-    A digest, so the key is short and printable whatever the ids hold, and the
-    remote learns nothing of our workflow ids.
-    """
-    digest = hashlib.sha256(json.dumps(identity).encode()).hexdigest()
-    return f"fastmcp-temporal-{digest}"
-
-
-def _this_activity() -> tuple[str, ...]:
-    """What names this create activity: the same on every attempt (Temporal keeps the
-    activity id across retries) and different for every other call (the id is the
-    schedule's sequence number in its run, one per ``call_tool``, ``gather`` too).
-    Not a workflow input: recorded histories replay unchanged."""
-    info = activity.info()
-    run = info.workflow_run_id or info.activity_run_id or ""
-    return ("activity", info.namespace, info.workflow_id or "", run, info.activity_id)
 
 
 def _state(task: TaskState) -> RemoteTaskState:

@@ -16,9 +16,9 @@ answered: the remote *task id* (or a synchronous result). Recording it ends the
 leg (a checkpoint); every later leg -- the next one, or a re-run after a worker
 died -- finds the id and waits for that same remote task instead of creating a
 second one. The create itself carries an idempotency key named by the step
-(``_step_key``), so a leg that died after the remote answered but before the
-checkpoint was recorded does not create a second task on a remote that
-honours keys (ours). The wait runs inside the leg (listening or polling, the leg
+(``remote_keys.step_key``): a leg that died after the remote answered but
+before the checkpoint was recorded does not create a second task on a remote
+that honours keys (ours). The wait runs inside the leg (listening or polling, the leg
 heartbeating as always); the remote's status messages become this task's
 progress; cancelling this task cancels the remote one.
 
@@ -38,11 +38,8 @@ import mcp_types
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from fastmcp_temporal.activities.remote_mcp import (
-    RemoteMcpActivities,
-    configured_here,
-    idempotency_key,
-)
+from fastmcp_temporal.activities.remote_keys import step_key
+from fastmcp_temporal.activities.remote_mcp import RemoteMcpActivities, configured_here
 from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.workflows.remote import RemoteTaskError
 from fastmcp_temporal.workflows.remote_models import (
@@ -74,7 +71,7 @@ async def remote_step(
     call = RemoteCall(server=server, tool=tool, arguments=dict(arguments or {}))
     step = name or f"remote {server}/{tool}"
     started = await steps.run(
-        step, remotes.start_call, call, _step_key(step), result_type=RemoteCallOutcome
+        step, remotes.start_call, call, step_key(step), result_type=RemoteCallOutcome
     )
     if started.task is None:
         return mcp_types.CallToolResult.model_validate(started.result or {})
@@ -87,23 +84,6 @@ async def remote_step(
             await remotes.cancel(RemoteCancel(server=server, task_id=started.task.task_id))
         raise
     return mcp_types.CallToolResult.model_validate(final.result or {})
-
-
-def _step_key(step: str) -> str | None:
-    """The create's idempotency key: the same for every leg that runs this step,
-    another for every other step and task.
-
-    Named by the step, which is what stays the same wherever the body runs again
-    until the step is recorded (a retried leg, a local leg run again after its
-    workflow task was lost); ``Steps`` runs a name once per call, and a task's run
-    continues as new only between legs, after a checkpoint -- so (workflow, run,
-    step) names one create. Outside a task (no leg) the body runs once: no key.
-    """
-    if not activity.in_activity():
-        return None
-    info = activity.info()
-    run = info.workflow_run_id or ""
-    return idempotency_key("step", info.namespace, info.workflow_id or "", run, step)
 
 
 async def _follow(
