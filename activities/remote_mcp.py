@@ -30,12 +30,13 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from fastmcp import Client
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 from mcp.shared.exceptions import MCPError
+from mcp_types import RequestParamsMeta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -45,7 +46,9 @@ from fastmcp_temporal.activities.remote_connections import (
     RemoteServer,
     RemoteServers,
 )
+from fastmcp_temporal.activities.remote_keys import create_key
 from fastmcp_temporal.client_wire import (
+    IDEMPOTENCY_KEY_META,
     TEMPORAL_UNAVAILABLE,
     CreatedTask,
     TaskState,
@@ -162,7 +165,7 @@ class RemoteMcpActivities:
         if previous:
             recorded = RemoteTaskState.model_validate(previous[0])
             return RemoteCallOutcome(task=recorded)
-        calling = asyncio.create_task(self.start_call(call))
+        calling = asyncio.create_task(self.start_call(call, create_key()))
         # A quick answer (the usual case) costs no heartbeat round trip.
         heartbeats = asyncio.create_task(_heartbeat_every_second(first_after_s=1.0))
         try:
@@ -178,25 +181,37 @@ class RemoteMcpActivities:
             activity.heartbeat(outcome.task.model_dump(mode="json"))
         return outcome
 
-    async def start_call(self, call: RemoteCall) -> RemoteCallOutcome:
-        """``tools/call`` with the tasks extension declared: a result, or the created task."""
+    async def start_call(self, call: RemoteCall, key: str | None = None) -> RemoteCallOutcome:
+        """``tools/call`` with the tasks extension declared: a result, or the created task.
+
+        ``key`` (``remote_keys``) goes in ``_meta``, where any transport carries
+        it: a remote that knows it (ours) answers a repeated create with the task the
+        first one made; one that does not ignores it (``_meta`` is open by the spec).
+        """
+        meta = cast(RequestParamsMeta, {IDEMPOTENCY_KEY_META: key}) if key is not None else None
         async with self._session(call, call.tool) as client:
             raw = await client.session.call_tool(
-                name=call.tool, arguments=call.arguments, allow_claimed=True
+                name=call.tool, arguments=call.arguments, meta=meta, allow_claimed=True
             )
-        if getattr(raw, "result_type", None) == "task":
+            if getattr(raw, "result_type", None) != "task":
+                return RemoteCallOutcome(
+                    result=raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+                )
             created = CreatedTask.model_validate(raw.model_dump(by_alias=True, mode="json"))
-            state = RemoteTaskState(
-                task_id=created.task_id,
-                status=created.status,
-                status_message=created.status_message,
-                poll_interval_ms=created.poll_interval_ms,
-                ttl_ms=created.ttl_ms,
-            )
-            return RemoteCallOutcome(task=state)
-        return RemoteCallOutcome(
-            result=raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if created.status in REMOTE_TERMINAL:
+                # A repeated create can name a task that has ended meanwhile: the
+                # create's answer has its status only, ``tasks/get`` its outcome.
+                return RemoteCallOutcome(
+                    task=_state(await get_task(client.session, created.task_id))
+                )
+        state = RemoteTaskState(
+            task_id=created.task_id,
+            status=created.status,
+            status_message=created.status_message,
+            poll_interval_ms=created.poll_interval_ms,
+            ttl_ms=created.ttl_ms,
         )
+        return RemoteCallOutcome(task=state)
 
     @activity.defn(name=WAIT_TASK_ACTIVITY)
     async def wait_task(self, wait: RemoteWait) -> RemoteTaskState:

@@ -15,7 +15,10 @@ The call is a ``Steps`` step whose recorded result is what ``tools/call``
 answered: the remote *task id* (or a synchronous result). Recording it ends the
 leg (a checkpoint); every later leg -- the next one, or a re-run after a worker
 died -- finds the id and waits for that same remote task instead of creating a
-second one. The wait runs inside the leg (listening or polling, the leg
+second one. The create itself carries an idempotency key named by the step
+(``remote_keys.step_key``): a leg that died after the remote answered but
+before the checkpoint was recorded does not create a second task on a remote
+that honours keys (ours). The wait runs inside the leg (listening or polling, the leg
 heartbeating as always); the remote's status messages become this task's
 progress; cancelling this task cancels the remote one.
 
@@ -35,6 +38,7 @@ import mcp_types
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from fastmcp_temporal.activities.remote_keys import step_key
 from fastmcp_temporal.activities.remote_mcp import RemoteMcpActivities, configured_here
 from fastmcp_temporal.activities.steps import Steps
 from fastmcp_temporal.workflows.remote import RemoteTaskError
@@ -65,11 +69,9 @@ async def remote_step(
     """
     remotes = configured_here()
     call = RemoteCall(server=server, tool=tool, arguments=dict(arguments or {}))
+    step = name or f"remote {server}/{tool}"
     started = await steps.run(
-        name or f"remote {server}/{tool}",
-        remotes.start_call,
-        call,
-        result_type=RemoteCallOutcome,
+        step, remotes.start_call, call, step_key(step), result_type=RemoteCallOutcome
     )
     if started.task is None:
         return mcp_types.CallToolResult.model_validate(started.result or {})

@@ -23,6 +23,10 @@ TaskStatus = Literal["working", "input_required", "completed", "failed", "cancel
 #: ``error.code`` of a ``tasks/*`` or ``tools/call`` that Temporal did not answer in
 #: time; ``error.data.retryable`` says whether asking again is safe.
 TEMPORAL_UNAVAILABLE = -32001
+#: Where a ``tools/call`` names its idempotency key (``server.protocol.idempotency``):
+#: the same key from the same caller answers with the task the first call created.
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+IDEMPOTENCY_KEY_META = "io.github.fastmcp-temporal/idempotencyKey"
 
 
 def is_retryable_busy(err: MCPError) -> bool:

@@ -48,12 +48,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
 
+from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_META
 from fastmcp_temporal.server.core.wire import CreateTaskResult, invalid_params
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
 from fastmcp_temporal.server.tasks.task_records import describe_raw
 
-IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
-IDEMPOTENCY_KEY_META = "io.github.fastmcp-temporal/idempotencyKey"
 #: The task's memo entry with the digest of the call that created it.
 REQUEST_DIGEST_MEMO = "mcp_request_digest"
 MAX_KEY_CHARS = 255
