@@ -75,7 +75,11 @@ class RemoteServer:
         else:
             assert self.command is not None
             env = dict(self.env) if self.env is not None else None
-            transport = StdioTransport(self.command, list(self.args), env=env, cwd=self.cwd)
+            # Not kept alive past the client: ``Connections`` holds the client open
+            # for as long as the process should run, and closing it must end it.
+            transport = StdioTransport(
+                self.command, list(self.args), env=env, cwd=self.cwd, keep_alive=False
+            )
         return Client(
             transport,
             extensions=_tasks_extension(),
