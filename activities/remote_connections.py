@@ -75,7 +75,11 @@ class RemoteServer:
         else:
             assert self.command is not None
             env = dict(self.env) if self.env is not None else None
-            transport = StdioTransport(self.command, list(self.args), env=env, cwd=self.cwd)
+            # Not kept alive past the client: ``Connections`` holds the client open
+            # for as long as the process should run, and closing it must end it.
+            transport = StdioTransport(
+                self.command, list(self.args), env=env, cwd=self.cwd, keep_alive=False
+            )
         return Client(
             transport,
             extensions=_tasks_extension(),
@@ -186,8 +190,13 @@ class Connections:
 
 def _is_an_answer(err: Exception) -> bool:
     """A JSON-RPC error or an application error is the remote's answer over a healthy
-    connection; anything else (refused, reset, a dead stdio process) is not."""
+    connection; anything else (refused, reset) is not, nor is the MCP SDK's own
+    ``CONNECTION_CLOSED`` error: a stdio process that died answers every request with
+    it, so the client must go (a remote that answers -32000 itself costs a reconnect)."""
     from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
     from temporalio.exceptions import ApplicationError
 
-    return isinstance(err, MCPError | ApplicationError)
+    if isinstance(err, MCPError):
+        return err.code != CONNECTION_CLOSED
+    return isinstance(err, ApplicationError)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -44,12 +45,45 @@ GENERATIONS = ["remote/remote_tour", "remote/remote_tour_2"]
 RECORDED = GENERATIONS[-1]
 
 
-def spawn_orchestrator(
-    temporal_server: DevServer, task_queue: str, peer: RemotePeer, log: Path
-) -> Process:
-    args = [sys.executable, "-m", "tests.processes.remote_caller"]
-    args += [temporal_server.address, task_queue, peer.url, TOKEN]
-    return Process("orchestrating worker", args, {}, log)
+class OrchestratingWorkers:
+    """The orchestrating worker in its own process (``tests.processes.remote_caller``),
+    which a test kills with ``kill -9`` and replaces by a new one."""
+
+    def __init__(
+        self, temporal_server: DevServer, task_queue: str, peer: RemotePeer, log_dir: Path
+    ) -> None:
+        self._args = [sys.executable, "-m", "tests.processes.remote_caller"]
+        self._args += [temporal_server.address, task_queue, peer.url, TOKEN]
+        self._log_dir = log_dir
+        self.started: list[Process] = []
+
+    async def start(self) -> None:
+        log = self._log_dir / f"worker-{len(self.started) + 1}.log"
+        self.started.append(Process("orchestrating worker", self._args, {}, log))
+        await self.started[-1].wait_for_output("worker ready")
+
+    async def kill_and_replace(self) -> None:
+        """``kill -9`` the running worker (mid-step), then start another and wait until it polls."""
+        self.started[-1].signal(9)
+        self.started[-1].popen.wait()
+        await self.start()
+
+    def stop(self) -> None:
+        for process in self.started:
+            process.stop()
+
+
+@asynccontextmanager
+async def orchestrating_worker(
+    temporal_server: DevServer, task_queue: str, peer: RemotePeer, log_dir: Path
+) -> AsyncIterator[OrchestratingWorkers]:
+    """A running orchestrating worker; every worker started inside is stopped on the way out."""
+    workers = OrchestratingWorkers(temporal_server, task_queue, peer, log_dir)
+    try:
+        await workers.start()
+        yield workers
+    finally:
+        workers.stop()
 
 
 @pytest.mark.chaos  # kills and restarts real processes
@@ -60,29 +94,20 @@ async def test_a_killed_orchestrating_worker_reattaches_and_the_remote_body_runs
     task_queue: str,
     tmp_path: Path,
 ) -> None:
-    first = spawn_orchestrator(temporal_server, task_queue, peer, tmp_path / "worker-1.log")
-    second: Process | None = None
-    try:
-        await first.wait_for_output("worker ready")
-        async with Client(front_end(temporal_client, task_queue, tools())) as client:
-            arguments = {"marker_dir": str(tmp_path), "tag": "k"}
-            task = await call_tool_task(
-                client, "call_remote", {"tool": "count_and_wait", "arguments": arguments}
-            )
-            await eventually(lambda: lines(tmp_path / "runs-k.log") == ["run"])
-            remote_id = await _recorded_remote_task(temporal_client, task.task_id)
-            first.signal(9)  # mid-wait: the remote task id is in history, the wait is running
-            first.popen.wait()
-            second = spawn_orchestrator(
-                temporal_server, task_queue, peer, tmp_path / "worker-2.log"
-            )
-            await second.wait_for_output("worker ready")
-            (tmp_path / "release-k").write_text("")
-            final = await task.wait(timeout=90)
-    finally:
-        first.stop()
-        if second is not None:
-            second.stop()
+    async with (
+        orchestrating_worker(temporal_server, task_queue, peer, tmp_path) as workers,
+        Client(front_end(temporal_client, task_queue, tools())) as client,
+    ):
+        arguments = {"marker_dir": str(tmp_path), "tag": "k"}
+        task = await call_tool_task(
+            client, "call_remote", {"tool": "count_and_wait", "arguments": arguments}
+        )
+        await eventually(lambda: lines(tmp_path / "runs-k.log") == ["run"])
+        remote_id = await _recorded_remote_task(temporal_client, task.task_id)
+        # Mid-wait: the remote task id is in history, the wait is running.
+        await workers.kill_and_replace()
+        (tmp_path / "release-k").write_text("")
+        final = await task.wait(timeout=90)
     assert report_of(final)["text"] == "k done"
     assert lines(tmp_path / "runs-k.log") == ["run"], "the remote body ran once"
     body = workflow_id_for(task.task_id, None) + "-body"
@@ -193,28 +218,18 @@ async def test_a_function_tool_remote_step_reattaches_after_a_crash(
 ) -> None:
     """Part 2: ``remote_step`` records the remote task id as a checkpoint, so the
     leg that re-runs after its worker died waits for the same remote task."""
-    first = spawn_orchestrator(temporal_server, task_queue, peer, tmp_path / "worker-1.log")
-    second: Process | None = None
-    try:
-        await first.wait_for_output("worker ready")
-        async with Client(front_end(temporal_client, task_queue, tools())) as client:
-            task = await call_tool_task(
-                client, "count_in_a_function_tool", {"marker_dir": str(tmp_path), "tag": "f"}
-            )
-            await eventually(lambda: lines(tmp_path / "runs-f.log") == ["run"])
-            await asyncio.sleep(1.5)  # the checkpoint leg ended; the waiting leg runs
-            first.signal(9)
-            first.popen.wait()
-            second = spawn_orchestrator(
-                temporal_server, task_queue, peer, tmp_path / "worker-2.log"
-            )
-            await second.wait_for_output("worker ready")
-            (tmp_path / "release-f").write_text("")
-            final = await task.wait(timeout=90)
-    finally:
-        first.stop()
-        if second is not None:
-            second.stop()
+    async with (
+        orchestrating_worker(temporal_server, task_queue, peer, tmp_path) as workers,
+        Client(front_end(temporal_client, task_queue, tools())) as client,
+    ):
+        task = await call_tool_task(
+            client, "count_in_a_function_tool", {"marker_dir": str(tmp_path), "tag": "f"}
+        )
+        await eventually(lambda: lines(tmp_path / "runs-f.log") == ["run"])
+        await asyncio.sleep(1.5)  # the checkpoint leg ended; the waiting leg runs
+        await workers.kill_and_replace()
+        (tmp_path / "release-f").write_text("")
+        final = await task.wait(timeout=90)
     assert final.status == "completed" and final.result is not None, final
     assert final.result["content"][0]["text"] == "f done", final.result
     assert lines(tmp_path / "runs-f.log") == ["run"], "one remote task, its body run once"

@@ -4,6 +4,7 @@ own client, or gone (expired) -- real processes over real HTTP, as in ``test_rem
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -16,8 +17,9 @@ from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.client_wire import cancel_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.workflows.remote_models import CALL_TOOL_ACTIVITY, CANCEL_TASK_ACTIVITY
 from tests.helpers import eventually
-from tests.histories.replay import task_replayer
+from tests.histories.replay import HISTORIES, load_history, task_replayer
 from tests.processes.remote_workflows import CallRemote
 from tests.remote_harness import (
     RemotePeer,
@@ -28,6 +30,12 @@ from tests.remote_harness import (
     report_of,
 )
 from tests.test_remote_mcp import _eventually_status, _recorded_remote_task
+
+#: The replay gate's recorded histories of a call cancelled while its create was in
+#: flight (patch ``remote-create-cancel``), one per generation of what that path does
+#: in history, oldest first; ``RECORD_REMOTE_HISTORIES=1`` writes the newest (from the
+#: run against our own remote).
+CREATE_CANCEL_GENERATIONS = ["remote/remote_create_cancel"]
 
 
 def _call(tool: str, tmp_path: Path, tag: str) -> dict[str, object]:
@@ -70,11 +78,42 @@ async def test_cancelled_while_the_remote_creates_the_task_it_is_cancelled_too(
     # The peer may cancel its task before its body starts; ours may have started it.
     assert len(lines(tmp_path / "runs-s.log")) <= 1, "the remote body ran at most once"
     assert "remote-create-cancel" in body, "the patched path ran"
-    history = await temporal_client.get_workflow_handle(
-        workflow_id_for(task.task_id, None) + "-body"
-    ).fetch_history()
-    replayed = await task_replayer([CallRemote]).replay_workflow(history)
-    assert replayed.replay_failure is None, "the cancel-during-create path replays"
+    workflow_id = workflow_id_for(task.task_id, None)
+    histories = {
+        "": await temporal_client.get_workflow_handle(workflow_id).fetch_history(),
+        ".body": await temporal_client.get_workflow_handle(workflow_id + "-body").fetch_history(),
+    }
+    for history in histories.values():
+        replayed = await task_replayer([CallRemote]).replay_workflow(history)
+        assert replayed.replay_failure is None, "the cancel-during-create path replays"
+    if os.environ.get("RECORD_REMOTE_HISTORIES") and peer.kind == "ours":
+        for suffix, history in histories.items():
+            recorded = HISTORIES / f"{CREATE_CANCEL_GENERATIONS[-1]}{suffix}.json"
+            recorded.write_text(history.to_json())
+
+
+@pytest.mark.parametrize("generation", CREATE_CANCEL_GENERATIONS)
+@pytest.mark.parametrize("suffix", ["", ".body"])
+async def test_the_recorded_cancel_during_create_replays(generation: str, suffix: str) -> None:
+    """The replay gate for ``remote-create-cancel``: the recorded body took the patched
+    path (the patch marker, then the cancel of the remote task the create made), and
+    both histories replay on today's code."""
+    history = load_history(f"{generation}{suffix}")
+    if suffix == ".body":
+        patches = [
+            payload.data
+            for event in history.events
+            if event.marker_recorded_event_attributes.marker_name == "core_patch"
+            for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
+        ]
+        activities = [
+            event.activity_task_scheduled_event_attributes.activity_type.name
+            for event in history.events
+        ]
+        assert any(b'"remote-create-cancel"' in patch for patch in patches), patches
+        assert activities.index(CANCEL_TASK_ACTIVITY) > activities.index(CALL_TOOL_ACTIVITY)
+    result = await task_replayer([CallRemote]).replay_workflow(history)
+    assert result.replay_failure is None, result.replay_failure
 
 
 async def test_a_remote_task_cancelled_by_someone_else_raises_cancelled(

@@ -55,8 +55,9 @@ def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_recorded_histories_are_exactly_the_declared_paths() -> None:
     """A history file that goes missing (or one nobody declared) fails the gate."""
-    # ``remote/``: remote-call histories, recorded and replayed by test_remote_durability
-    # (recording them needs a remote MCP server process, not this harness).
+    # ``remote/``: remote-call histories, recorded and replayed by test_remote_durability,
+    # test_remote_endings and test_orchestrator (recording them needs a remote MCP
+    # server process, not this harness).
     on_disk = sorted(
         path.relative_to(HISTORIES).as_posix().removesuffix(".json")
         for path in HISTORIES.rglob("*.json")
