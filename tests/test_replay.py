@@ -67,6 +67,22 @@ def test_the_recorded_histories_are_exactly_the_declared_paths() -> None:
     assert len(PATHS) >= 12
 
 
+def test_every_remote_history_is_declared_by_the_test_that_replays_it() -> None:
+    """A remote history nobody replays (or a declared one gone missing) fails the gate."""
+    from tests import test_orchestrator, test_remote_durability, test_remote_endings
+
+    declared = [
+        *test_orchestrator.GENERATIONS,
+        *test_remote_durability.GENERATIONS,
+        *test_remote_endings.CREATE_CANCEL_GENERATIONS,
+    ]
+    on_disk = sorted(
+        path.relative_to(HISTORIES).as_posix().removesuffix(".body.json").removesuffix(".json")
+        for path in (HISTORIES / "remote").glob("*.json")
+    )
+    assert on_disk == sorted(name for name in declared for _ in ("task", "body"))
+
+
 #: How each recorded run ended (default: completed), so a re-recorded file that
 #: no longer takes its path fails here rather than silently covering less. A
 #: later generation's file (``v2/x``) ends as ``x`` unless it says otherwise.
