@@ -204,14 +204,7 @@ class RemoteMcpActivities:
                 return RemoteCallOutcome(
                     task=_state(await get_task(client.session, created.task_id))
                 )
-        state = RemoteTaskState(
-            task_id=created.task_id,
-            status=created.status,
-            status_message=created.status_message,
-            poll_interval_ms=created.poll_interval_ms,
-            ttl_ms=created.ttl_ms,
-        )
-        return RemoteCallOutcome(task=state)
+        return RemoteCallOutcome(task=_state(created))
 
     @activity.defn(name=WAIT_TASK_ACTIVITY)
     async def wait_task(self, wait: RemoteWait) -> RemoteTaskState:
@@ -296,16 +289,10 @@ class RemoteMcpActivities:
             await cancel_task(client.session, cancel.task_id)
 
 
-def _state(task: TaskState) -> RemoteTaskState:
-    return RemoteTaskState(
-        task_id=task.task_id,
-        status=task.status,
-        status_message=task.status_message,
-        poll_interval_ms=task.poll_interval_ms,
-        ttl_ms=task.ttl_ms,
-        result=task.result,
-        error=task.error,
-        input_requests=task.input_requests,
+def _state(task: CreatedTask | TaskState) -> RemoteTaskState:
+    """What the remote showed of its task: a create's answer (no outcome) or ``tasks/get``."""
+    return RemoteTaskState.model_validate(
+        task.model_dump(include=set(RemoteTaskState.model_fields))
     )
 
 

@@ -111,9 +111,17 @@ class RefuseWidgets(Middleware):
         return await call_next(context)
 
 
-def build(kind: str, token: str, address: str | None, task_queue: str | None) -> FastMCP:
-    auth = StaticTokenVerifier(tokens={token: {"client_id": "orchestrator", "sub": "o1"}})
-    mcp = FastMCP(f"remote-{kind}", auth=auth)
+def build(
+    kind: str, token: str | None, address: str | None, task_queue: str | None, *, name: str
+) -> FastMCP:
+    """The remote: ``ours`` (``TemporalTasks``) or the ``peer`` (``fastmcp-tasks``), with
+    this module's tools; behind a bearer ``token`` if given (HTTP; stdio has none)."""
+    auth = (
+        StaticTokenVerifier(tokens={token: {"client_id": "orchestrator", "sub": "o1"}})
+        if token
+        else None
+    )
+    mcp = FastMCP(f"{name}-{kind}", auth=auth)
     if kind == "ours":
         from fastmcp_temporal import LegPolicy, TemporalTasks
 
@@ -142,7 +150,7 @@ def main() -> None:
     parser.add_argument("--address")
     parser.add_argument("--task-queue")
     args = parser.parse_args()
-    mcp = build(args.kind, args.token, args.address, args.task_queue)
+    mcp = build(args.kind, args.token, args.address, args.task_queue, name="remote")
     print(READY, flush=True)
     mcp.run(transport="http", host="127.0.0.1", port=args.port, show_banner=False)
 

@@ -12,31 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from fastmcp import FastMCP
-
-from tests.processes.remote_peer import RefuseWidgets, add_tools
-
-
-def build(kind: str, address: str | None, task_queue: str | None) -> FastMCP:
-    mcp = FastMCP(f"stdio-{kind}")
-    if kind == "ours":
-        from fastmcp_temporal import LegPolicy, TemporalTasks
-
-        mcp.add_extension(
-            TemporalTasks(
-                address=address,
-                task_queue=task_queue,
-                ui=False,
-                leg_policy=LegPolicy(heartbeat_timeout_s=2),
-            )
-        )
-    else:
-        from fastmcp_tasks import TasksExtension
-
-        mcp.add_extension(TasksExtension(url="memory://"))
-    add_tools(mcp)
-    mcp.add_middleware(RefuseWidgets())
-    return mcp
+from tests.processes.remote_peer import build
 
 
 def main() -> None:
@@ -46,7 +22,9 @@ def main() -> None:
     parser.add_argument("--address")
     parser.add_argument("--task-queue")
     args = parser.parse_args()
-    build(args.kind, args.address, args.task_queue).run(transport="stdio", show_banner=False)
+    build(args.kind, None, args.address, args.task_queue, name="stdio").run(
+        transport="stdio", show_banner=False
+    )
 
 
 if __name__ == "__main__":
