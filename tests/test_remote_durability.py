@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client
+from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task, update_task
+from fastmcp_temporal.client_wire import is_retryable_busy
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests.helpers import declares_elicitation, eventually, front_end
 from tests.histories.replay import HISTORIES, load_history, task_replayer
@@ -172,7 +174,13 @@ async def test_the_tour_relays_progress_and_questions_and_replays(
             )
             seen: list[str | None] = []
             for _ in range(300):
-                state = await task.status()
+                try:
+                    state = await task.status()
+                except MCPError as err:  # "Temporal was busy: ask again", as a client does
+                    if not is_retryable_busy(err):
+                        raise
+                    await asyncio.sleep(0.1)
+                    continue
                 seen.append(state.status_message)
                 if state.status_message == "tour is waiting":
                     break
