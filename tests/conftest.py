@@ -27,7 +27,6 @@ from fastmcp.utilities.tests import run_server_async
 
 from fastmcp_temporal import DevServer
 from fastmcp_temporal.client import enable_transparent_tasks
-from fastmcp_temporal.testing import EmbeddedServer
 from tests import exclusive
 from tests.helpers import needs_peer
 from tests.remote_harness import RemotePeer
@@ -44,30 +43,6 @@ async def http_client(server: FastMCP, **client_options: object) -> AsyncIterato
     """A FastMCP ``Client`` talking streamable HTTP to ``server`` on 127.0.0.1."""
     async with run_server_async(server) as url, Client(url, **client_options) as client:  # type: ignore[arg-type]
         yield client
-
-
-#: The session's Temporal runs ahead of the test processes when the machine is busy.
-TEMPORAL_NICENESS = -5
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def temporal_server(temporal_server: EmbeddedServer) -> AsyncIterator[EmbeddedServer]:
-    """The plugin's shared dev server, given a higher CPU priority where allowed (root).
-
-    A deployed Temporal has its own machines; here it shares two cores with four
-    test workers and the server and worker processes their tests start. When
-    several of those start at once, a starved dev server missed its own storage
-    deadlines and answered "Namespace default is not found" (a `GetNamespace`
-    that timed out) or let a ``tasks/get`` time out, failing whichever test was
-    talking to it. Without root the niceness stays as it is. Linux keeps a
-    niceness per thread, so every thread of the server gets it (threads it
-    starts later inherit it from theirs).
-    """
-    threads = Path(f"/proc/{temporal_server.temporal_pid}/task")
-    with contextlib.suppress(OSError):
-        for thread in threads.iterdir():
-            os.setpriority(os.PRIO_PROCESS, int(thread.name), TEMPORAL_NICENESS)
-    yield temporal_server
 
 
 @pytest.fixture(autouse=True)

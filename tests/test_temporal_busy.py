@@ -3,6 +3,12 @@
 A real dev server is made "too slow" the honest way: the extension's
 ``query_timeout`` (the bound on each Temporal call of a ``tasks/*`` request) is
 one microsecond, so every such call runs out of time inside Temporal's client.
+
+These tests send the server calls whose deadline has passed before they
+arrive, so they get a dev server of their own: on the session's shared one,
+CI runs in which they ran had other tests' calls (and their own ``tools/call``)
+answered "Namespace default is not found" -- the server log showed its
+namespace lookups failing with "context deadline exceeded".
 """
 
 from __future__ import annotations
@@ -13,15 +19,17 @@ from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 import pytest
+import pytest_asyncio
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import run_server_async
 from mcp.shared.exceptions import MCPError
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
-from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from tests.wire import RawMcp
@@ -39,6 +47,19 @@ def build(extension: TemporalTasks) -> FastMCP:
         return "done"
 
     return mcp
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def temporal_client(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[TemporalClient]:
+    """This module's own Temporal (``temporal_tasks`` and the tests use it in place of
+    the session's)."""
+    dev = await DevServer.start(data_dir=tmp_path_factory.mktemp("busy-temporal"), ui=False)
+    try:
+        yield await TemporalClient.connect(dev.address, data_converter=pydantic_data_converter)
+    finally:
+        dev.stop()
 
 
 @pytest.fixture
