@@ -52,11 +52,8 @@ def approval_server(extension: TemporalTasks) -> FastMCP:
 
 
 async def until_status(task: ToolTask, status: str) -> None:
-    for _ in range(300):
-        if (await task.status()).status == status:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"task never reached {status}")
+    """Polls as the client helper does (asking again while Temporal is busy)."""
+    assert (await task.wait(state=status, timeout=30)).status == status
 
 
 async def visible(http: httpx.AsyncClient, query: str, workflow_id: str) -> dict[str, Any]:
