@@ -149,7 +149,8 @@ def test_prometheus_scrapes_every_process_and_grafana_has_the_dashboard() -> Non
 
 
 def test_composed_temporal_runs_with_the_embedded_servers_dynamic_config() -> None:
-    """Fairness and eager activities: the cluster is configured as the dev server is."""
+    """Fairness, eager activities, cached search attributes: the cluster is configured
+    as the dev server is."""
     temporal = resolved()["services"]["temporal"]
     version = temporal["image"].split(":")[1]
     assert tuple(int(part) for part in version.split(".")[:2]) >= (1, 29), "fairness needs 1.29"
@@ -165,7 +166,11 @@ def test_composed_temporal_runs_with_the_embedded_servers_dynamic_config() -> No
     )
     composed = yaml.safe_load(Path(source).read_text())
     embedded = {}
-    for setting in (*devserver.FAIRNESS_DYNAMIC_CONFIG, *devserver.EAGER_DYNAMIC_CONFIG):
+    for setting in (
+        *devserver.FAIRNESS_DYNAMIC_CONFIG,
+        *devserver.EAGER_DYNAMIC_CONFIG,
+        *devserver.SEARCH_ATTRIBUTE_CACHE_DYNAMIC_CONFIG,
+    ):
         name, value = setting.split("=", 1)
         embedded[name] = yaml.safe_load(value)
     assert {name: values[0]["value"] for name, values in composed.items()} == embedded

@@ -3,12 +3,13 @@
 A real dev server is made "too slow" the honest way: the extension's
 ``query_timeout`` (the bound on each Temporal call of a ``tasks/*`` request) is
 one microsecond, so every such call runs out of time inside Temporal's client.
+These tests send the server calls whose deadline has passed before they arrive,
+so they get a dev server of their own, apart from the session's.
 
-These tests send the server calls whose deadline has passed before they
-arrive, so they get a dev server of their own: on the session's shared one,
-CI runs in which they ran had other tests' calls (and their own ``tools/call``)
-answered "Namespace default is not found" -- the server log showed its
-namespace lookups failing with "context deadline exceeded".
+A loaded Temporal also answers "Namespace default is not found." when its
+namespace lookup times out (``server.core.temporal_errors``). That is the same
+busy moment, not a missing task: a front end asking a namespace that does not
+exist gets Temporal's real answer, and must say "ask again", never "no such task".
 """
 
 from __future__ import annotations
@@ -143,3 +144,70 @@ def test_a_refusal_that_is_not_about_time_stays_what_it_is() -> None:
     with pytest.raises(RPCError) as raised, temporal_busy_as_error("tasks/get"):
         raise refused
     assert raised.value is refused
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("tasks/get", {}),
+        ("tasks/update", {"inputResponses": {"k": {"action": "accept", "content": {}}}}),
+        ("tasks/cancel", {}),
+    ],
+)
+async def test_a_namespace_temporal_cannot_find_is_busy_not_a_missing_task(
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    method: str,
+    params: dict,
+) -> None:
+    """A task created in ``default``, asked through a front end whose namespace lookups
+    fail: "ask again" (``tasks/update`` delivering nothing, ``tasks/cancel`` recording
+    nothing), never "no such task" and never a silent success."""
+    async with run_server_async(build(temporal_tasks())) as server_url:
+        created = await RawMcp(server_url).result(
+            "tools/call", {"name": "wait_a_while", "arguments": {}}
+        )
+    lost = await TemporalClient.connect(
+        temporal_client.service_client.config.target_host,
+        namespace="no-such-namespace",
+        data_converter=pydantic_data_converter,
+    )
+    front_end = build(temporal_tasks(client=lost, run_worker=False))
+    async with run_server_async(front_end) as server_url:
+        status, body = await RawMcp(server_url).call(
+            method, {"taskId": created["taskId"], **params}
+        )
+    assert status == 200
+    error = body["error"]
+    assert error["code"] == -32001, error
+    assert "Namespace no-such-namespace is not found." in error["message"]
+    assert error["data"] == {"retryable": True}
+    handle = temporal_client.get_workflow_handle(f"mcp-anon-{created['taskId']}")
+    assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+    kinds = {event.event_type for event in (await handle.fetch_history()).events}
+    assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in kinds
+    assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED not in kinds
+    await handle.terminate("test over")
+
+
+async def test_a_call_temporal_refused_for_its_namespace_started_nothing_and_may_be_retried(
+    temporal_tasks: Callable[..., TemporalTasks], temporal_client: TemporalClient
+) -> None:
+    """Temporal looks the namespace up before it starts anything: calling again is safe."""
+    lost = await TemporalClient.connect(
+        temporal_client.service_client.config.target_host,
+        namespace="no-such-namespace",
+        data_converter=pydantic_data_converter,
+    )
+    async with run_server_async(build(temporal_tasks(client=lost, run_worker=False))) as url:
+        status, body = await RawMcp(url).call(
+            "tools/call", {"name": "wait_a_while", "arguments": {}}
+        )
+    assert status == 200
+    error = body["error"]
+    assert error["code"] == -32001, error
+    assert error["message"] == (
+        "Temporal did not answer in time (Namespace no-such-namespace is not found.): "
+        "no task was started; calling again is safe"
+    )
+    assert error["data"] == {"retryable": True}

@@ -31,11 +31,12 @@ from typing import Any
 
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from fastmcp_temporal.server.core import visibility
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.settings import load_settings
+from fastmcp_temporal.server.core.temporal_errors import workflow_not_found
 from fastmcp_temporal.server.payloads import payload_store
 from fastmcp_temporal.server.payloads.payload_store import PayloadStoreSettings
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
@@ -121,7 +122,7 @@ async def resolve_workflow_id(client: Client, task: str, *, scan: int = 10_000) 
             await client.get_workflow_handle(candidate).describe()
             return candidate
         except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
+            if not workflow_not_found(err):
                 raise
     suffix = f"-{task}"
     query = visibility.list_query()
@@ -260,7 +261,7 @@ async def cancel_task(client: Client, workflow_id: str) -> int:
         try:
             await handle.cancel()
         except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
+            if not workflow_not_found(err):
                 raise
             status = (await handle.describe()).status  # it ended meanwhile
         else:

@@ -22,7 +22,9 @@ from typing import Any
 from fastmcp.server.context import Context
 from mcp.shared.exceptions import MCPError
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
+from fastmcp_temporal.server.core.temporal_errors import namespace_not_found
 from fastmcp_temporal.server.core.wire import CreateTaskResult
 from fastmcp_temporal.server.protocol import idempotency
 from fastmcp_temporal.server.tasks import guard_events
@@ -88,11 +90,13 @@ async def start_guarded(
                     await engine.quota.release(slot)
                 guard_events.idempotent_hit(tool_name)
                 return found
-    except (MCPError, WorkflowAlreadyStartedError):
+    except (MCPError, WorkflowAlreadyStartedError, RPCError) as err:
         # Nothing was started (refused before the start, e.g. arguments too large,
-        # or a conflicting key). Any other failure may have started the task: its
-        # slot stays, reclaimed once the task has ended or never appeared
-        # (``quota.CLAIM_GRACE``).
+        # a conflicting key, or Temporal unable to look up its namespace). Any
+        # other failure may have started the task: its slot stays, reclaimed once
+        # the task has ended or never appeared (``quota.CLAIM_GRACE``).
+        if isinstance(err, RPCError) and not namespace_not_found(err):
+            raise
         if slot is not None:
             await engine.quota.release(slot)
         raise

@@ -18,6 +18,9 @@ safe:
 - ``tasks/cancel`` may or may not have been recorded; cancelling again is safe.
 - ``tools/call`` may or may not have started the task, and only the lost answer
   could name it: asking again may start a second task, so it is not retryable.
+  Except when Temporal said it could not find the namespace: a loaded Temporal
+  reports a namespace lookup that timed out that way (``core.temporal_errors``),
+  and it answers so before it starts anything, so calling again is safe.
 
 ``fastmcp_temporal.client`` retries the retryable ones until its own deadline.
 """
@@ -32,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.client_wire import TEMPORAL_UNAVAILABLE
+from fastmcp_temporal.server.core.temporal_errors import namespace_not_found
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +68,7 @@ _OUTCOME: dict[str, tuple[str, bool]] = {
 
 def is_transient(err: RPCError) -> bool:
     """Whether ``err`` says Temporal was slow or away rather than that the call was wrong."""
-    return err.status in _TRANSIENT
+    return err.status in _TRANSIENT or namespace_not_found(err)
 
 
 @contextlib.contextmanager
@@ -76,6 +80,8 @@ def temporal_busy_as_error(method: str) -> Iterator[None]:
         if not is_transient(err):
             raise
         outcome, retryable = _OUTCOME[method]
+        if method == "tools/call" and namespace_not_found(err):
+            outcome, retryable = "no task was started; calling again is safe", True
         logger.warning("Temporal did not answer %s in time: %s", method, err.message)
         raise MCPError(
             code=TEMPORAL_UNAVAILABLE,

@@ -36,10 +36,11 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowHandle,
 )
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from fastmcp_temporal.activities.input_capabilities import input_capabilities
 from fastmcp_temporal.server.core.scope import lookup_tags, scope_tag
+from fastmcp_temporal.server.core.temporal_errors import workflow_not_found
 from fastmcp_temporal.server.core.wire import (
     CreateTaskResult,
     GetTaskResult,
@@ -337,7 +338,7 @@ class TaskEngine:
         try:
             await handle.signal(INPUT_SIGNAL, delivery)
         except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
+            if not workflow_not_found(err):
                 raise
             # Closed between describe and signal: answers to a finished task are a no-op.
 
@@ -360,7 +361,7 @@ class TaskEngine:
         try:
             await handle.cancel(rpc_timeout=self.query_timeout)
         except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
+            if not workflow_not_found(err):
                 raise
             # Closed between describe and cancel: it just finished, and stays as it ended.
 

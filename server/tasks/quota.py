@@ -57,10 +57,11 @@ from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from fastmcp_temporal.client_wire import TEMPORAL_UNAVAILABLE
 from fastmcp_temporal.server.core.scope import scope_tag
+from fastmcp_temporal.server.core.temporal_errors import workflow_not_found
 from fastmcp_temporal.server.tasks import guard_events
 from fastmcp_temporal.server.tasks.task_records import describe_raw
 
@@ -248,6 +249,6 @@ class CallerQuota:
         try:
             await handle.terminate(reason="its task ended", rpc_timeout=self.query_timeout)
         except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
+            if not workflow_not_found(err):
                 raise
             # Already ended: another front end reclaimed it first.

@@ -29,11 +29,12 @@ from temporalio.api.workflowservice.v1 import (
 )
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from fastmcp_temporal.activities.input_capabilities import status_message, undeclared
 from fastmcp_temporal.activities.stored_result import load_stored_result
 from fastmcp_temporal.server.core.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
+from fastmcp_temporal.server.core.temporal_errors import workflow_not_found
 from fastmcp_temporal.server.core.wire import GetTaskResult, task_not_found
 from fastmcp_temporal.workflows.leg_retry import failure_reason
 from fastmcp_temporal.workflows.models import (
@@ -121,7 +122,7 @@ async def describe_raw(
             request, retry=True, timeout=timeout
         )
     except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
+        if workflow_not_found(err):
             return None
         raise
 
