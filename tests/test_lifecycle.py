@@ -8,6 +8,7 @@ test is about HTTP.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.client.elicitation import ElicitResult
 from fastmcp.exceptions import ToolError
+from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
@@ -433,12 +435,14 @@ async def test_a_leg_still_running_at_the_ttl_fails_the_task_as_expired(
 async def test_a_local_leg_is_retried_up_to_max_attempts(
     temporal_tasks: Callable[..., TemporalTasks], tmp_path: Path
 ) -> None:
-    """A local leg cut off at ``local_timeout_s`` runs again, up to ``max_attempts`` runs.
+    """A local leg cut off at ``local_timeout_s`` runs again, up to ``max_attempts`` attempts.
 
     Losing its worker never counts for a local leg (it runs inside the workflow
     task, which the next worker starts afresh), so its own timeout is all the
-    count bounds: a leg slow once finishes on its second run; one always too
-    slow fails the task after three.
+    count bounds: a leg slow on its first attempt finishes on its second; one
+    always too slow fails the task after its third. The legs record Temporal's
+    attempt number, not how often they ran: a workflow task that times out on a
+    loaded machine runs an attempt again (local activities are at least once).
     """
     mcp = FastMCP("local")
     local = ToolOptions(local_legs=True)
@@ -449,27 +453,31 @@ async def test_a_local_leg_is_retried_up_to_max_attempts(
         )
     )
 
-    def record_run(name: str) -> int:
-        runs = len(list(tmp_path.glob(f"{name}-*")))
-        (tmp_path / f"{name}-{runs}").write_text("")
-        return runs + 1
+    def record_attempt(name: str) -> int:
+        attempt = activity.info().attempt
+        (tmp_path / f"{name}-{attempt}-{uuid.uuid4().hex}").write_text("")
+        return attempt
+
+    def attempts(name: str) -> set[int]:
+        return {int(path.name.split("-")[1]) for path in tmp_path.glob(f"{name}-*")}
 
     @mcp.tool(task=True)
     async def slow_once() -> str:
-        run = record_run("slow_once")
-        await asyncio.sleep(30 if run == 1 else 0)
-        return f"run {run}"
+        attempt = record_attempt("slow_once")
+        await asyncio.sleep(30 if attempt == 1 else 0)
+        return f"attempt {attempt}"
 
     @mcp.tool(task=True)
     async def always_slow() -> str:
-        record_run("always_slow")
+        record_attempt("always_slow")
         await asyncio.sleep(30)
         return "never"
 
     async with Client(mcp) as client:
         once = await call_tool_task(client, "slow_once", {})
         always = await call_tool_task(client, "always_slow", {}, raise_on_error=False)
-        assert (await once.result()).data == "run 2"
+        assert (await once.result()).data == "attempt 2"
         failed = await always.wait(state="failed", timeout=60)
     assert failed.status_message == "Tool leg failed: Activity timed out"
-    assert len(list(tmp_path.glob("always_slow-*"))) == 3
+    assert attempts("slow_once") == {1, 2}
+    assert attempts("always_slow") == {1, 2, 3}
