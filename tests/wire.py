@@ -7,6 +7,7 @@ garbage) and to read the exact bytes the server answers.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -14,6 +15,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+
+from fastmcp_temporal.client_wire import TEMPORAL_UNAVAILABLE
 
 PROTOCOL_VERSION = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
@@ -99,9 +102,35 @@ class RawMcp:
         return request_headers, payload
 
     async def result(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        status, body = await self.call(method, params)
+        """The request's result, asking again while Temporal is too busy to answer.
+
+        As a client does (``fastmcp_temporal.client`` too): a ``-32001`` "Temporal
+        did not answer in time" that says asking again is safe is asked again, for
+        up to ``BUSY_PATIENCE_S``. Any other error fails the test. ``call`` sends
+        exactly once, for tests of the answer itself.
+        """
+        deadline = asyncio.get_running_loop().time() + BUSY_PATIENCE_S
+        while True:
+            status, body = await self.call(method, params)
+            if not _busy(body) or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.2)
         assert "result" in body, f"{method} failed with HTTP {status}: {body}"
         return body["result"]
+
+
+#: How long ``RawMcp.result`` asks again while Temporal is busy.
+BUSY_PATIENCE_S = 30.0
+
+
+def _busy(body: dict[str, Any]) -> bool:
+    """Temporal too busy to answer, and asking again is safe (``server.protocol.temporal_busy``)."""
+    error = body.get("error") or {}
+    return (
+        error.get("code") == TEMPORAL_UNAVAILABLE
+        and str(error.get("message", "")).startswith("Temporal did not answer in time")
+        and (error.get("data") or {}).get("retryable") is True
+    )
 
 
 def _parse(response: httpx.Response) -> dict[str, Any]:
