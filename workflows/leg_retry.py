@@ -88,8 +88,8 @@ def deadline_passed(err: ActivityError) -> bool:
     return err.retry_state == RetryState.TIMEOUT or _is_deadline(err.cause)
 
 
-def ended_while_cancelling(err: ActivityError | TimeoutError) -> bool:
-    """Whether a leg failed or timed out after the task's cancellation was asked of it.
+def ended_while_cancelling(err: ActivityError | TimeoutError, *, local: bool) -> bool:
+    """Whether an activity leg failed or timed out after the task's cancellation was asked of it.
 
     A leg learns of a cancellation on its next heartbeat, and the task waits for
     it to stop (``WAIT_CANCELLATION_COMPLETED``). A worker that is alive but
@@ -97,8 +97,13 @@ def ended_while_cancelling(err: ActivityError | TimeoutError) -> bool:
     then ends the attempt timed out and retries no more (retry state
     ``CANCEL_REQUESTED``). The client asked for a cancellation, and the leg is
     stopped: the task ends ``cancelled``, not ``failed`` with a heartbeat timeout.
+    Not a local leg: the SDK gives every local activity's timeout that retry state.
     """
-    return isinstance(err, ActivityError) and err.retry_state == RetryState.CANCEL_REQUESTED
+    return (
+        not local
+        and isinstance(err, ActivityError)
+        and err.retry_state == RetryState.CANCEL_REQUESTED
+    )
 
 
 def _is_deadline(error: BaseException | None) -> bool:

@@ -248,7 +248,7 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
             # marker: both must take the same path.
             if isinstance(err, ActivityError) and is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err
-            if ended_while_cancelling(err) and workflow.patched(LEG_CANCEL_WINS_PATCH):
+            if ended_while_cancelling(err, local=local) and workflow.patched(LEG_CANCEL_WINS_PATCH):
                 raise asyncio.CancelledError() from err
             await self._after_failed_local_leg(request)
             if isinstance(err, ActivityError) and deadline_passed(err):
