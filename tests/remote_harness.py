@@ -27,8 +27,17 @@ TOKEN = "remote-secret-token-7f3a9c"
 class RemotePeer:
     """The remote MCP server in its own process (``tests.processes.remote_peer``)."""
 
-    def __init__(self, kind: str, log_dir: Path, address: str, task_queue: str) -> None:
+    def __init__(
+        self,
+        kind: str,
+        log_dir: Path,
+        address: str,
+        task_queue: str,
+        *,
+        heartbeat_timeout_s: float = 2.0,
+    ) -> None:
         self.kind, self.log_dir, self.address = kind, log_dir, address
+        self.heartbeat_timeout_s = heartbeat_timeout_s
         self.task_queue = f"{task_queue}-remote"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
@@ -44,6 +53,7 @@ class RemotePeer:
             args += ["--port", str(self.port), "--token", TOKEN]
             if self.kind == "ours":
                 args += ["--address", self.address, "--task-queue", self.task_queue]
+                args += ["--heartbeat-timeout", str(self.heartbeat_timeout_s)]
             log = self.log_dir / f"remote-{self.kind}-{self.starts}.log"
             self.process = Process(f"remote {self.kind}", args, {}, log)
             try:

@@ -13,12 +13,12 @@ import pytest
 from fastmcp import Client
 from temporalio.client import Client as TemporalClient
 
-from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal import DevServer, LegPolicy, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.client_wire import cancel_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.workflows.remote_models import CALL_TOOL_ACTIVITY, CANCEL_TASK_ACTIVITY
-from tests.helpers import eventually
+from tests.helpers import eventually, needs_peer
 from tests.histories.replay import HISTORIES, load_history, task_replayer
 from tests.processes.remote_workflows import CallRemote
 from tests.remote_harness import (
@@ -36,6 +36,9 @@ from tests.test_remote_mcp import _eventually_status, _recorded_remote_task
 #: in history, oldest first; ``RECORD_REMOTE_HISTORIES=1`` writes the newest (from the
 #: run against our own remote).
 CREATE_CANCEL_GENERATIONS = ["remote/remote_create_cancel"]
+#: The product's default heartbeat timeout (``remote()``, ``LegPolicy``), for tests
+#: that kill nothing: the harness's 2 s is for moving a killed worker's step on quickly.
+PATIENT_HEARTBEAT_S = 10.0
 
 
 def _call(tool: str, tmp_path: Path, tag: str) -> dict[str, object]:
@@ -116,20 +119,38 @@ async def test_the_recorded_cancel_during_create_replays(generation: str, suffix
     assert result.replay_failure is None, result.replay_failure
 
 
+@pytest.mark.parametrize("kind", [pytest.param("ours"), pytest.param("peer", marks=needs_peer)])
 async def test_a_remote_task_cancelled_by_someone_else_raises_cancelled(
-    peer: RemotePeer,
+    kind: str,
+    temporal_server: DevServer,
     temporal_tasks: Callable[..., TemporalTasks],
     temporal_client: TemporalClient,
+    task_queue: str,
     tmp_path: Path,
 ) -> None:
-    server = orchestrator(temporal_tasks(**orchestrator_tasks(peer.url)))
-    async with Client(server) as client:
-        task = await call_tool_task(client, "call_remote", _call("count_and_wait", tmp_path, "o"))
-        await eventually(lambda: lines(tmp_path / "runs-o.log") == ["run"])
-        remote_id = await _recorded_remote_task(temporal_client, task.task_id)
-        async with peer.direct_client() as direct:
-            await cancel_task(direct.session, remote_id)
-        report = report_of(await task.wait(timeout=90))
+    """The remote body runs once, then the remote's own client cancels its task.
+
+    With the product's heartbeat timeouts (``PATIENT_HEARTBEAT_S``), not the
+    harness's 2 s: nothing is killed here, and a live process starved for 2 s on a
+    loaded machine had its create retried (the peer, which ignores idempotency keys,
+    then ran a second task: two runs) or its leg timed out."""
+    peer = RemotePeer(
+        kind, tmp_path, temporal_server.address, task_queue, heartbeat_timeout_s=PATIENT_HEARTBEAT_S
+    )
+    await peer.start()
+    patient = LegPolicy(heartbeat_timeout_s=PATIENT_HEARTBEAT_S)
+    try:
+        server = orchestrator(temporal_tasks(**orchestrator_tasks(peer.url, leg_policy=patient)))
+        async with Client(server) as client:
+            call = {**_call("count_and_wait", tmp_path, "o"), "heartbeat_s": PATIENT_HEARTBEAT_S}
+            task = await call_tool_task(client, "call_remote", call)
+            await eventually(lambda: lines(tmp_path / "runs-o.log") == ["run"])
+            remote_id = await _recorded_remote_task(temporal_client, task.task_id)
+            async with peer.direct_client() as direct:
+                await cancel_task(direct.session, remote_id)
+            report = report_of(await task.wait(timeout=90))
+    finally:
+        peer.stop()
     assert report["error_type"] == "RemoteTaskError", report
     assert report["remote_status"] == "cancelled" and report["remote_task_id"] == remote_id
     assert remote_id in report["error_message"] and "count_and_wait" in report["error_message"]

@@ -38,6 +38,9 @@ from fastmcp_temporal.workflows.models import UNDECRYPTABLE_ERROR_TYPE, TaskStar
 #: Patch id of "legs retry until the task's deadline" (recorded once per run,
 #: at its first leg). Histories without it retry ``max_attempts`` times.
 RETRY_UNTIL_DEADLINE_PATCH = "fastmcp-temporal/legs-retry-until-deadline"
+#: Patch id of "a leg that ends otherwise after its cancellation was requested
+#: cancels the task" (``ended_while_cancelling``). Histories without it failed the task.
+LEG_CANCEL_WINS_PATCH = "fastmcp-temporal/leg-cancel-wins"
 _FIRST_RETRY = timedelta(seconds=1)
 #: A leg scheduled at or after the deadline still gets this long (the
 #: workflow's own execution timeout, one minute later, ends it otherwise).
@@ -83,6 +86,24 @@ def deadline_passed(err: ActivityError) -> bool:
     timeout).
     """
     return err.retry_state == RetryState.TIMEOUT or _is_deadline(err.cause)
+
+
+def ended_while_cancelling(err: ActivityError | TimeoutError, *, local: bool) -> bool:
+    """Whether an activity leg failed or timed out after the task's cancellation was asked of it.
+
+    A leg learns of a cancellation on its next heartbeat, and the task waits for
+    it to stop (``WAIT_CANCELLATION_COMPLETED``). A worker that is alive but
+    starved (a loaded machine) can miss its heartbeat timeout meanwhile: Temporal
+    then ends the attempt timed out and retries no more (retry state
+    ``CANCEL_REQUESTED``). The client asked for a cancellation, and the leg is
+    stopped: the task ends ``cancelled``, not ``failed`` with a heartbeat timeout.
+    Not a local leg: the SDK gives every local activity's timeout that retry state.
+    """
+    return (
+        not local
+        and isinstance(err, ActivityError)
+        and err.retry_state == RetryState.CANCEL_REQUESTED
+    )
 
 
 def _is_deadline(error: BaseException | None) -> bool:

@@ -36,7 +36,9 @@ from temporalio.exceptions import TimeoutError as LegTimeoutError
 
 from fastmcp_temporal.workflows.body_workflow import WorkflowBodyRunner
 from fastmcp_temporal.workflows.leg_retry import (
+    LEG_CANCEL_WINS_PATCH,
     deadline_passed,
+    ended_while_cancelling,
     expired_message,
     failure_reason,
     leg_retry,
@@ -245,6 +247,8 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
             # when it happens, but a bare TimeoutError when the SDK replays its
             # marker: both must take the same path.
             if isinstance(err, ActivityError) and is_cancelled_exception(err):
+                raise asyncio.CancelledError() from err
+            if ended_while_cancelling(err, local=local) and workflow.patched(LEG_CANCEL_WINS_PATCH):
                 raise asyncio.CancelledError() from err
             await self._after_failed_local_leg(request)
             if isinstance(err, ActivityError) and deadline_passed(err):

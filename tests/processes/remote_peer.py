@@ -112,10 +112,17 @@ class RefuseWidgets(Middleware):
 
 
 def build(
-    kind: str, token: str | None, address: str | None, task_queue: str | None, *, name: str
+    kind: str,
+    token: str | None,
+    address: str | None,
+    task_queue: str | None,
+    *,
+    name: str,
+    heartbeat_timeout_s: float = 2.0,
 ) -> FastMCP:
     """The remote: ``ours`` (``TemporalTasks``) or the ``peer`` (``fastmcp-tasks``), with
-    this module's tools; behind a bearer ``token`` if given (HTTP; stdio has none)."""
+    this module's tools; behind a bearer ``token`` if given (HTTP; stdio has none).
+    ``heartbeat_timeout_s``: of our legs (2 s: a killed remote's leg moves on quickly)."""
     auth = (
         StaticTokenVerifier(tokens={token: {"client_id": "orchestrator", "sub": "o1"}})
         if token
@@ -130,7 +137,7 @@ def build(
                 address=address,
                 task_queue=task_queue,
                 ui=False,
-                leg_policy=LegPolicy(heartbeat_timeout_s=2),
+                leg_policy=LegPolicy(heartbeat_timeout_s=heartbeat_timeout_s),
             )
         )
     else:
@@ -149,8 +156,16 @@ def main() -> None:
     parser.add_argument("--token", required=True)
     parser.add_argument("--address")
     parser.add_argument("--task-queue")
+    parser.add_argument("--heartbeat-timeout", type=float, default=2.0)
     args = parser.parse_args()
-    mcp = build(args.kind, args.token, args.address, args.task_queue, name="remote")
+    mcp = build(
+        args.kind,
+        args.token,
+        args.address,
+        args.task_queue,
+        name="remote",
+        heartbeat_timeout_s=args.heartbeat_timeout,
+    )
     print(READY, flush=True)
     mcp.run(transport="http", host="127.0.0.1", port=args.port, show_banner=False)
 

@@ -24,19 +24,24 @@ class RemoteReport(BaseModel):
     code: int | None = None
 
 
-def _options(attempts: int) -> dict[str, Any]:
+def _options(attempts: int, heartbeat_s: float = 2.0) -> dict[str, Any]:
     return {
         "retry": RetryPolicy(
             initial_interval=timedelta(milliseconds=100), maximum_attempts=attempts
         ),
-        "heartbeat_timeout": timedelta(seconds=2),
+        "heartbeat_timeout": timedelta(seconds=heartbeat_s),
         "progress_every": timedelta(seconds=1),
     }
 
 
 @workflow.defn
 class CallRemote:
-    """Call one tool of a configured MCP server and report what came back."""
+    """Call one tool of a configured MCP server and report what came back.
+
+    ``heartbeat_s``: the remote activities' heartbeat timeout -- 2 s, so a killed
+    worker's step moves on within seconds; a test that kills nothing may take the
+    product's default, which a live worker on a loaded machine does not miss.
+    """
 
     @workflow.run
     async def run(
@@ -46,9 +51,11 @@ class CallRemote:
         server: str = "peer",
         attempts: int = 5,
         catch: bool = True,
+        heartbeat_s: float = 2.0,
     ) -> RemoteReport:
+        options = _options(attempts, heartbeat_s)
         try:
-            result = await remote(server, **_options(attempts)).call_tool(tool, arguments)
+            result = await remote(server, **options).call_tool(tool, arguments)
         except RemoteError as err:
             if not catch:
                 raise
