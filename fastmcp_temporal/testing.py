@@ -25,7 +25,11 @@ Fixtures (async ones need ``pytest-asyncio`` with a session-scoped loop,
 - ``temporal_server`` (session): the ``EmbeddedServer`` -- ``.address``, ``.ui_url``;
 - ``temporal_client`` (session): a client with the pydantic data converter;
 - ``task_queue``: a queue name unique to the test;
-- ``temporal_tasks``: builds ``TemporalTasks(client=..., task_queue=..., **options)``.
+- ``temporal_tasks``: builds ``TemporalTasks(client=..., task_queue=..., **options)``,
+  with ``query_timeout`` ``TEST_QUERY_TIMEOUT`` (10 s) unless given: a test checks
+  what the tool does, and the 2 s production bound turned a slow CI machine into
+  "Temporal did not answer in time" (a retryable ``-32001`` that not every client
+  asks again on). A test of that bound passes its own ``query_timeout``.
 
 Outside pytest, ``shared_temporal(data_dir)`` is the same thing as an async
 context manager.
@@ -37,6 +41,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -53,6 +58,8 @@ __all__ = ["EmbeddedServer", "shared_temporal"]
 
 #: Put the session's Temporal in this directory instead of pytest's temp directory.
 DATA_DIR_ENV = env_var("test_data_dir")
+#: ``temporal_tasks``'s bound on each Temporal call of a ``tasks/*`` request.
+TEST_QUERY_TIMEOUT = timedelta(seconds=10)
 
 
 @asynccontextmanager
@@ -106,12 +113,14 @@ def temporal_tasks(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> Callable[..., TemporalTasks]:
     """Build a ``TemporalTasks`` bound to the session's server and this test's queue
-    (its big payloads and scope secret in this test's own directory)."""
+    (its big payloads and scope secret in this test's own directory; each Temporal
+    call of a ``tasks/*`` request bounded by ``TEST_QUERY_TIMEOUT``)."""
 
     def build(**options: object) -> TemporalTasks:
         options.setdefault("client", temporal_client)
         options.setdefault("task_queue", task_queue)
         options.setdefault("data_dir", tmp_path)
+        options.setdefault("query_timeout", TEST_QUERY_TIMEOUT)
         return TemporalTasks(**options)  # type: ignore[arg-type]
 
     return build
