@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 from fastmcp import FastMCP
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowHandle
 
 from fastmcp_temporal import LegPolicy, TemporalTasks
 
@@ -28,12 +30,18 @@ needs_peer = pytest.mark.skipif(
 )
 
 
-def front_end(temporal_client: TemporalClient, task_queue: str, served: FastMCP) -> FastMCP:
+def front_end(
+    temporal_client: TemporalClient,
+    task_queue: str,
+    served: FastMCP,
+    *,
+    leg_queue: str | None = None,
+) -> FastMCP:
     """A stateless front end for ``served``'s tools: no worker, 2 s heartbeat timeout.
 
     The tools are mounted so the front end validates calls exactly as the workers
     that run them will; the short heartbeat timeout makes a killed worker's leg
-    move to another worker within seconds.
+    move to another worker within seconds. ``leg_queue``: the legs' own queue.
     """
     mcp = FastMCP("front-end")
     mcp.add_extension(
@@ -41,7 +49,7 @@ def front_end(temporal_client: TemporalClient, task_queue: str, served: FastMCP)
             client=temporal_client,
             task_queue=task_queue,
             run_worker=False,
-            leg_policy=LegPolicy(heartbeat_timeout_s=2),
+            leg_policy=LegPolicy(heartbeat_timeout_s=2, task_queue=leg_queue),
         )
     )
     mcp.mount(served)
@@ -77,6 +85,20 @@ async def eventually(predicate: Callable[[], bool], timeout: float = 30) -> None
     while not predicate():
         assert asyncio.get_running_loop().time() < deadline, "condition never became true"
         await asyncio.sleep(0.05)
+
+
+async def until_event(
+    handle: WorkflowHandle, event_type: EventType, count: int = 1, timeout: float = 60
+) -> list[EventType]:
+    """Wait until the workflow's history holds ``count`` events of ``event_type``;
+    return the history's event types, in order."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        events = [event.event_type for event in (await handle.fetch_history()).events]
+        if events.count(event_type) >= count:
+            return events
+        assert asyncio.get_running_loop().time() < deadline, f"{events.count(event_type)} events"
+        await asyncio.sleep(0.1)
 
 
 async def declares_elicitation(message: str, response_type: Any, params: Any, context: Any) -> Any:

@@ -3,22 +3,21 @@ a starved one whose leg is cancelled meanwhile still ends the task cancelled."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import re
 import signal
 from datetime import timedelta
 from pathlib import Path
 
-from fastmcp import Client, FastMCP
+from fastmcp import Client
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
-from fastmcp_temporal import DevServer, LegPolicy, McpTasksPlugin, TemporalTasks
+from fastmcp_temporal import DevServer, McpTasksPlugin
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.workflows.leg_retry import LEG_CANCEL_WINS_PATCH
-from tests.helpers import eventually, front_end, kill, spawn_worker
+from tests.helpers import eventually, front_end, kill, spawn_worker, until_event
 from tests.histories.replay import task_replayer
 from tests.processes.crash_server import mcp as crash_server
 from tests.remote_harness import history_text
@@ -69,41 +68,26 @@ async def test_a_leg_that_misses_its_heartbeats_while_cancelled_ends_the_task_ca
     the legs on a queue of their own in that process, so only the leg starves."""
     legs = f"{task_queue}-legs"
     process = spawn_worker(temporal_server.address, legs, "tests.processes.crash_server")
-    front = FastMCP("front-end")
-    front.add_extension(
-        TemporalTasks(
-            client=temporal_client,
-            task_queue=task_queue,
-            run_worker=False,
-            leg_policy=LegPolicy(heartbeat_timeout_s=2, task_queue=legs),
-        )
-    )
-    front.mount(crash_server)
     try:
         async with (
             Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(crash_server)]),
-            Client(front) as client,
+            Client(front_end(temporal_client, task_queue, crash_server, leg_queue=legs)) as client,
         ):
             task = await call_tool_task(client, "record_and_wait", {"marker_dir": str(tmp_path)})
             await eventually(lambda: len(list(tmp_path.glob("run-*"))) == 1)
             os.killpg(process.pid, signal.SIGSTOP)
             await task.cancel()
             workflow_id = workflow_id_for(task.task_id, None)
-            for _ in range(600):
-                events = re.findall(
-                    r'"eventType": "([A-Z_]+)"', await history_text(temporal_client, workflow_id)
-                )
-                if "EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT" in events:
-                    break
-                await asyncio.sleep(0.1)
+            handle = temporal_client.get_workflow_handle(workflow_id)
+            events = await until_event(handle, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)
             os.killpg(process.pid, signal.SIGCONT)
             final = await task.wait(timeout=60)
     finally:
         kill(process)
     assert final.status == "cancelled", final
-    timed_out = events.index("EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT")
-    assert events.index("EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED") < timed_out, events
-    history = await temporal_client.get_workflow_handle(workflow_id).fetch_history()
+    timed_out = events.index(EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)
+    assert events.index(EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED) < timed_out, events
+    history = await handle.fetch_history()
     assert LEG_CANCEL_WINS_PATCH in await history_text(temporal_client, workflow_id), "patched"
     replayed = await task_replayer().replay_workflow(history)
     assert replayed.replay_failure is None, "and it replays"

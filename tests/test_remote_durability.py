@@ -18,13 +18,12 @@ from fastmcp import Client
 from mcp.shared.exceptions import MCPError
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
-from temporalio.client import WorkflowHandle
 
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task, update_task
 from fastmcp_temporal.client_wire import is_retryable_busy
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
-from tests.helpers import declares_elicitation, eventually, front_end
+from tests.helpers import declares_elicitation, eventually, front_end, until_event
 from tests.histories.replay import HISTORIES, load_history, task_replayer
 from tests.processes.remote_caller import tools
 from tests.processes.remote_workflows import CallRemote, FanOut, ListRemoteTools, RemoteTour
@@ -239,26 +238,10 @@ async def test_a_function_tool_remote_step_reattaches_after_a_crash(
         # Killed once the checkpoint is in history: the workflow has scheduled the
         # leg after the one that created the remote task (the waiting leg).
         handle = temporal_client.get_workflow_handle(workflow_id_for(task.task_id, None))
-        await until_legs_scheduled(handle, 2)
+        await until_event(handle, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, count=2)
         await workers.kill_and_replace()
         (tmp_path / "release-f").write_text("")
         final = await task.wait(timeout=90)
     assert final.status == "completed" and final.result is not None, final
     assert final.result["content"][0]["text"] == "f done", final.result
     assert lines(tmp_path / "runs-f.log") == ["run"], "one remote task, its body run once"
-
-
-async def until_legs_scheduled(handle: WorkflowHandle, count: int, timeout: float = 60) -> None:
-    """Wait until the task's workflow has scheduled ``count`` legs (activities)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        history = await handle.fetch_history()
-        scheduled = [
-            event
-            for event in history.events
-            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        ]
-        if len(scheduled) >= count:
-            return
-        assert asyncio.get_running_loop().time() < deadline, f"{len(scheduled)} legs scheduled"
-        await asyncio.sleep(0.1)

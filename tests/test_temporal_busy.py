@@ -146,6 +146,16 @@ def test_a_refusal_that_is_not_about_time_stays_what_it_is() -> None:
     assert raised.value is refused
 
 
+@pytest.fixture
+async def lost(temporal_client: TemporalClient) -> TemporalClient:
+    """A client of this module's Temporal, on a namespace it does not have."""
+    return await TemporalClient.connect(
+        temporal_client.service_client.config.target_host,
+        namespace="no-such-namespace",
+        data_converter=pydantic_data_converter,
+    )
+
+
 @pytest.mark.parametrize(
     ("method", "params"),
     [
@@ -157,6 +167,7 @@ def test_a_refusal_that_is_not_about_time_stays_what_it_is() -> None:
 async def test_a_namespace_temporal_cannot_find_is_busy_not_a_missing_task(
     temporal_tasks: Callable[..., TemporalTasks],
     temporal_client: TemporalClient,
+    lost: TemporalClient,
     method: str,
     params: dict,
 ) -> None:
@@ -167,11 +178,6 @@ async def test_a_namespace_temporal_cannot_find_is_busy_not_a_missing_task(
         created = await RawMcp(server_url).result(
             "tools/call", {"name": "wait_a_while", "arguments": {}}
         )
-    lost = await TemporalClient.connect(
-        temporal_client.service_client.config.target_host,
-        namespace="no-such-namespace",
-        data_converter=pydantic_data_converter,
-    )
     front_end = build(temporal_tasks(client=lost, run_worker=False))
     async with run_server_async(front_end) as server_url:
         status, body = await RawMcp(server_url).call(
@@ -191,14 +197,9 @@ async def test_a_namespace_temporal_cannot_find_is_busy_not_a_missing_task(
 
 
 async def test_a_call_temporal_refused_for_its_namespace_started_nothing_and_may_be_retried(
-    temporal_tasks: Callable[..., TemporalTasks], temporal_client: TemporalClient
+    temporal_tasks: Callable[..., TemporalTasks], lost: TemporalClient
 ) -> None:
     """Temporal looks the namespace up before it starts anything: calling again is safe."""
-    lost = await TemporalClient.connect(
-        temporal_client.service_client.config.target_host,
-        namespace="no-such-namespace",
-        data_converter=pydantic_data_converter,
-    )
     async with run_server_async(build(temporal_tasks(client=lost, run_worker=False))) as url:
         status, body = await RawMcp(url).call(
             "tools/call", {"name": "wait_a_while", "arguments": {}}

@@ -23,15 +23,9 @@ _NAMESPACE_NOT_FOUND = NamespaceNotFoundFailure.DESCRIPTOR.full_name
 
 def namespace_not_found(err: RPCError) -> bool:
     """Whether ``err`` is Temporal saying it could not find the *namespace*."""
-    if err.status != RPCStatusCode.NOT_FOUND:
-        return False
-    try:
-        details = err.grpc_status.details
-    except Exception:  # unparsable status bytes: judge by the message alone
-        details = []
-    if any(detail.type_url.endswith(_NAMESPACE_NOT_FOUND) for detail in details):
-        return True
-    return err.message.startswith("Namespace ") and err.message.endswith(" is not found.")
+    return err.status == RPCStatusCode.NOT_FOUND and any(
+        detail.type_url.endswith(_NAMESPACE_NOT_FOUND) for detail in err.grpc_status.details
+    )
 
 
 def workflow_not_found(err: RPCError) -> bool:
