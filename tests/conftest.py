@@ -27,6 +27,7 @@ from fastmcp.utilities.tests import run_server_async
 
 from fastmcp_temporal import DevServer
 from fastmcp_temporal.client import enable_transparent_tasks
+from fastmcp_temporal.server.core.settings import env_var
 from tests import exclusive
 from tests.helpers import needs_peer
 from tests.remote_harness import RemotePeer
@@ -34,6 +35,17 @@ from tests.remote_harness import RemotePeer
 with contextlib.suppress(ImportError):
     import fastmcp_tasks  # noqa: F401  (the peer's client half, FastMCP 4.1 only)
 enable_transparent_tasks()  # inert while the peer's client half is imported
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every server the suite starts -- in this process or a child (a remote, a front
+    end, a worker) -- bounds its Temporal calls as the plugin's ``temporal_tasks`` does:
+    a test checks what a server does, not whether a loaded machine answers within the
+    2 s production bound (tests of that bound pass their own ``query_timeout``)."""
+    from fastmcp_temporal.testing import TEST_QUERY_TIMEOUT  # once pytest has loaded it
+
+    os.environ.setdefault(env_var("query_timeout"), str(TEST_QUERY_TIMEOUT.total_seconds()))
+
 
 pytest_plugins = ["fastmcp_temporal.testing"]
 

@@ -18,6 +18,7 @@ from fastmcp_temporal import LegPolicy, TemporalTasks
 from fastmcp_temporal.client import TasksClientExtension, TaskState, call_tool_task
 from fastmcp_temporal.server.embedded.devserver import free_port
 from tests.processes.remote_caller import connections, tools
+from tests.processes.remote_workflows import PATIENT_HEARTBEAT_S
 from tests.processes.running import Process
 
 #: The remote requires it; only the worker's connection knows it.
@@ -34,7 +35,7 @@ class RemotePeer:
         address: str,
         task_queue: str,
         *,
-        heartbeat_timeout_s: float = 2.0,
+        heartbeat_timeout_s: float = PATIENT_HEARTBEAT_S,
     ) -> None:
         self.kind, self.log_dir, self.address = kind, log_dir, address
         self.heartbeat_timeout_s = heartbeat_timeout_s
@@ -93,7 +94,7 @@ def orchestrator(tasks: TemporalTasks) -> FastMCP:
 def orchestrator_tasks(peer_url: str, **options: Any) -> dict[str, Any]:
     return {
         "remote_servers": connections(peer_url, TOKEN),
-        "leg_policy": LegPolicy(heartbeat_timeout_s=2),
+        "leg_policy": LegPolicy(heartbeat_timeout_s=PATIENT_HEARTBEAT_S),
         **options,
     }
 

@@ -31,6 +31,7 @@ from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.protocol.idempotency import IDEMPOTENCY_KEY_META
 from fastmcp_temporal.server.tasks import task_records
+from tests.helpers import eventually
 from tests.test_isolation_and_bad_input import assert_clean, wait_for, workflow_ids_on
 from tests.wire import RawMcp
 
@@ -264,5 +265,7 @@ async def test_after_its_task_expired_a_key_starts_a_new_task(
         again = await create_keyed(raw, "expiring", {"label": "e"})
         assert again["taskId"] == first["taskId"]
         assert again["createdAt"] != first["createdAt"]
-        await wait_for(raw, again["taskId"], "completed")
-    assert runs["e"] == 2
+        # Not by reading it: the new task too is gone 1.5 s after creation once it has
+        # finished, which a loaded machine's next poll can miss.
+        await eventually(lambda: runs["e"] == 2, timeout=60)
+    assert runs["e"] == 2, "once per task"

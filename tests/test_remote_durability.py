@@ -26,7 +26,13 @@ from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests.helpers import declares_elicitation, eventually, front_end, until_event
 from tests.histories.replay import HISTORIES, load_history, task_replayer
 from tests.processes.remote_caller import tools
-from tests.processes.remote_workflows import CallRemote, FanOut, ListRemoteTools, RemoteTour
+from tests.processes.remote_workflows import (
+    KILLED_WORKER_HEARTBEAT_S,
+    CallRemote,
+    FanOut,
+    ListRemoteTools,
+    RemoteTour,
+)
 from tests.processes.running import Process
 from tests.remote_harness import (
     TOKEN,
@@ -102,9 +108,12 @@ async def test_a_killed_orchestrating_worker_reattaches_and_the_remote_body_runs
         Client(front_end(temporal_client, task_queue, tools())) as client,
     ):
         arguments = {"marker_dir": str(tmp_path), "tag": "k"}
-        task = await call_tool_task(
-            client, "call_remote", {"tool": "count_and_wait", "arguments": arguments}
-        )
+        call = {
+            "tool": "count_and_wait",
+            "arguments": arguments,
+            "heartbeat_s": KILLED_WORKER_HEARTBEAT_S,
+        }
+        task = await call_tool_task(client, "call_remote", call)
         await eventually(lambda: lines(tmp_path / "runs-k.log") == ["run"])
         remote_id = await _recorded_remote_task(temporal_client, task.task_id)
         # Mid-wait: the remote task id is in history, the wait is running.
@@ -129,7 +138,13 @@ async def test_a_restarted_remote_is_reattached_and_completes(
 ) -> None:
     """Our durable remote is killed mid-wait and started again: the wait picks the
     same remote task up (its own worker finishes it) and our call completes."""
-    peer = RemotePeer("ours", tmp_path, temporal_server.address, task_queue)
+    peer = RemotePeer(
+        "ours",
+        tmp_path,
+        temporal_server.address,
+        task_queue,
+        heartbeat_timeout_s=KILLED_WORKER_HEARTBEAT_S,
+    )
     await peer.start()
     try:
         server = orchestrator(temporal_tasks(**orchestrator_tasks(peer.url)))

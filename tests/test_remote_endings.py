@@ -13,7 +13,7 @@ import pytest
 from fastmcp import Client
 from temporalio.client import Client as TemporalClient
 
-from fastmcp_temporal import DevServer, LegPolicy, TemporalTasks
+from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.client_wire import cancel_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
@@ -36,9 +36,6 @@ from tests.test_remote_mcp import _eventually_status, _recorded_remote_task
 #: in history, oldest first; ``RECORD_REMOTE_HISTORIES=1`` writes the newest (from the
 #: run against our own remote).
 CREATE_CANCEL_GENERATIONS = ["remote/remote_create_cancel"]
-#: The product's default heartbeat timeout (``remote()``, ``LegPolicy``), for tests
-#: that kill nothing: the harness's 2 s is for moving a killed worker's step on quickly.
-PATIENT_HEARTBEAT_S = 10.0
 
 
 def _call(tool: str, tmp_path: Path, tag: str) -> dict[str, object]:
@@ -128,21 +125,13 @@ async def test_a_remote_task_cancelled_by_someone_else_raises_cancelled(
     task_queue: str,
     tmp_path: Path,
 ) -> None:
-    """The remote body runs once, then the remote's own client cancels its task.
-
-    With the product's heartbeat timeouts (``PATIENT_HEARTBEAT_S``), not the
-    harness's 2 s: nothing is killed here, and a live process starved for 2 s on a
-    loaded machine had its create retried (the peer, which ignores idempotency keys,
-    then ran a second task: two runs) or its leg timed out."""
-    peer = RemotePeer(
-        kind, tmp_path, temporal_server.address, task_queue, heartbeat_timeout_s=PATIENT_HEARTBEAT_S
-    )
+    """The remote body runs once, then the remote's own client cancels its task."""
+    peer = RemotePeer(kind, tmp_path, temporal_server.address, task_queue)
     await peer.start()
-    patient = LegPolicy(heartbeat_timeout_s=PATIENT_HEARTBEAT_S)
     try:
-        server = orchestrator(temporal_tasks(**orchestrator_tasks(peer.url, leg_policy=patient)))
+        server = orchestrator(temporal_tasks(**orchestrator_tasks(peer.url)))
         async with Client(server) as client:
-            call = {**_call("count_and_wait", tmp_path, "o"), "heartbeat_s": PATIENT_HEARTBEAT_S}
+            call = _call("count_and_wait", tmp_path, "o")
             task = await call_tool_task(client, "call_remote", call)
             await eventually(lambda: lines(tmp_path / "runs-o.log") == ["run"])
             remote_id = await _recorded_remote_task(temporal_client, task.task_id)

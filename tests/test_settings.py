@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,14 @@ def test_embedded_linger(monkeypatch: pytest.MonkeyPatch) -> None:
     assert shared.linger_s() == 0.5
 
 
+def test_query_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert TemporalTasks()._options.query_timeout == timedelta(seconds=2)
+    monkeypatch.setenv("FASTMCP_TEMPORAL_QUERY_TIMEOUT", "7.5")
+    assert TemporalTasks()._options.query_timeout == timedelta(seconds=7.5)
+    given = timedelta(seconds=1)
+    assert TemporalTasks(query_timeout=given)._options.query_timeout == given
+
+
 def test_codec_token(monkeypatch: pytest.MonkeyPatch) -> None:
     def token(*argv: str) -> str | None:
         parser = argparse.ArgumentParser()
@@ -147,6 +156,7 @@ def test_worker_versioning(monkeypatch: pytest.MonkeyPatch) -> None:
         ("FASTMCP_TEMPORAL_PAYLOAD_THRESHOLD", "256k"),
         ("FASTMCP_TEMPORAL_MAX_PAYLOAD_BYTES", "0"),
         ("FASTMCP_TEMPORAL_EMBEDDED_LINGER", "soon"),
+        ("FASTMCP_TEMPORAL_QUERY_TIMEOUT", "0"),
     ],
 )
 def test_a_bad_value_is_an_error_that_names_its_variable(

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 from fastmcp.utilities.tests import run_server_async
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, RoutingConfigUpdateState
+from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowHandle
 from temporalio.common import VersioningBehavior
@@ -57,10 +58,27 @@ async def set_current(address: str, deployment: str, build_id: str) -> None:
     while True:
         done = await asyncio.to_thread(subprocess.run, args, capture_output=True, text=True)
         if done.returncode == 0:
-            return
+            break
         # The version exists once its first worker has polled.
         assert asyncio.get_running_loop().time() < deadline, done.stderr
         await asyncio.sleep(0.5)
+    await routing_propagated(address, deployment)
+
+
+async def routing_propagated(address: str, deployment: str) -> None:
+    """Until the new current version has reached every partition of the deployment's
+    task queues: Temporal propagates it after ``set-current-version`` answers, and a
+    task started before then may still go to the previous version's workers."""
+    client = await TemporalClient.connect(address)
+    request = DescribeWorkerDeploymentRequest(namespace="default", deployment_name=deployment)
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        described = await client.workflow_service.describe_worker_deployment(request)
+        state = described.worker_deployment_info.routing_config_update_state
+        if state == RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED:
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"routing update state {state}"
+        await asyncio.sleep(0.2)
 
 
 def worker(name: str, task_queue: str, address: str, log: Path, *args: str, **env: str) -> Process:

@@ -36,6 +36,8 @@ PREFIX = "FASTMCP_TEMPORAL_"
 DEFAULT_PAYLOAD_THRESHOLD = 256 * 1024
 #: How long the keeper keeps an embedded Temporal nobody uses any more (a restart rejoins it).
 DEFAULT_EMBEDDED_LINGER_S = 3.0
+#: The bound on each Temporal call of a ``tasks/*`` request (``server.protocol.temporal_busy``).
+DEFAULT_QUERY_TIMEOUT_S = 2.0
 
 
 class TemporalTasksSettings(BaseSettings):
@@ -118,6 +120,16 @@ class TemporalTasksSettings(BaseSettings):
             "once.",
         ),
     ] = DEFAULT_EMBEDDED_LINGER_S
+    query_timeout: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="Seconds each Temporal call of a `tasks/*` request may take; past it "
+            "the request answers the retryable `-32001` instead of waiting on. Raise it where "
+            "Temporal answers slowly (a loaded dev server, a far cluster). "
+            "`TemporalTasks(query_timeout=...)` overrides it.",
+        ),
+    ] = DEFAULT_QUERY_TIMEOUT_S
     codec_token: Annotated[
         SecretStr | None,
         Field(

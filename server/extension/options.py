@@ -84,7 +84,7 @@ class ExtensionOptions:
         tracing: bool,
         data_dir: str | Path | None,
         ui: bool,
-        query_timeout: timedelta,
+        query_timeout: timedelta | None,
         leg_policy: LegPolicy | None,
         max_rounds: int,
         rounds_per_run: int,
@@ -138,7 +138,11 @@ class ExtensionOptions:
             tracing=tracing,
             data_dir=Path(data_dir) if data_dir is not None else None,
             ui=ui,
-            query_timeout=query_timeout,
+            query_timeout=(
+                timedelta(seconds=load_settings().query_timeout)
+                if query_timeout is None
+                else query_timeout
+            ),
             leg_policy=leg_policy or LegPolicy(),
             max_rounds=max_rounds,
             rounds_per_run=rounds_per_run,

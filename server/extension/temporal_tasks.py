@@ -88,6 +88,7 @@ class TemporalTasks(ServerExtension):
         ui: Start the embedded dev server's Web UI.
         query_timeout: Upper bound for each Temporal call of a ``tasks/*`` request;
             past it the request answers ``-32001`` (``server.protocol.temporal_busy``).
+            Default ``FASTMCP_TEMPORAL_QUERY_TIMEOUT`` seconds, else 2 s.
         leg_policy: Timeouts and retries of each tool leg.
         max_rounds: How many legs one task may run.
         encryption_key: Encrypt every payload at rest (AES-256-GCM): a 32-byte key
@@ -158,7 +159,7 @@ class TemporalTasks(ServerExtension):
         client: Client | None = None,
         data_dir: str | Path | None = None,
         ui: bool = True,
-        query_timeout: timedelta = timedelta(seconds=2),
+        query_timeout: timedelta | None = None,
         leg_policy: LegPolicy | None = None,
         max_rounds: int = 1000,
         rounds_per_run: int = 200,

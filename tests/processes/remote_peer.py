@@ -23,6 +23,8 @@ from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from mcp.shared.exceptions import MCPError
 
+from tests.processes.remote_workflows import PATIENT_HEARTBEAT_S
+
 READY = "remote peer ready"
 
 
@@ -118,11 +120,12 @@ def build(
     task_queue: str | None,
     *,
     name: str,
-    heartbeat_timeout_s: float = 2.0,
+    heartbeat_timeout_s: float = PATIENT_HEARTBEAT_S,
 ) -> FastMCP:
     """The remote: ``ours`` (``TemporalTasks``) or the ``peer`` (``fastmcp-tasks``), with
     this module's tools; behind a bearer ``token`` if given (HTTP; stdio has none).
-    ``heartbeat_timeout_s``: of our legs (2 s: a killed remote's leg moves on quickly)."""
+    ``heartbeat_timeout_s``: of our legs (``KILLED_WORKER_HEARTBEAT_S`` where a test kills
+    the remote, so its leg moves on quickly)."""
     auth = (
         StaticTokenVerifier(tokens={token: {"client_id": "orchestrator", "sub": "o1"}})
         if token
@@ -156,7 +159,7 @@ def main() -> None:
     parser.add_argument("--token", required=True)
     parser.add_argument("--address")
     parser.add_argument("--task-queue")
-    parser.add_argument("--heartbeat-timeout", type=float, default=2.0)
+    parser.add_argument("--heartbeat-timeout", type=float, default=PATIENT_HEARTBEAT_S)
     args = parser.parse_args()
     mcp = build(
         args.kind,

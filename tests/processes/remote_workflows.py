@@ -13,6 +13,14 @@ from temporalio.common import RetryPolicy
 
 from fastmcp_temporal.workflows import RemoteError, RemoteTaskError, RemoteToolError, remote
 
+#: The product's default heartbeat timeout (``remote()``, ``LegPolicy``): the
+#: harness's, so a live worker starved for a moment on a loaded machine is not taken
+#: for a dead one (a retried create, a retried wait: runs and statuses a test did not
+#: mean).
+PATIENT_HEARTBEAT_S = 10.0
+#: For a test that kills a worker: its step moves to another worker within seconds.
+KILLED_WORKER_HEARTBEAT_S = 2.0
+
 
 class RemoteReport(BaseModel):
     text: str = ""
@@ -24,7 +32,7 @@ class RemoteReport(BaseModel):
     code: int | None = None
 
 
-def _options(attempts: int, heartbeat_s: float = 2.0) -> dict[str, Any]:
+def _options(attempts: int, heartbeat_s: float = PATIENT_HEARTBEAT_S) -> dict[str, Any]:
     return {
         "retry": RetryPolicy(
             initial_interval=timedelta(milliseconds=100), maximum_attempts=attempts
@@ -38,9 +46,8 @@ def _options(attempts: int, heartbeat_s: float = 2.0) -> dict[str, Any]:
 class CallRemote:
     """Call one tool of a configured MCP server and report what came back.
 
-    ``heartbeat_s``: the remote activities' heartbeat timeout -- 2 s, so a killed
-    worker's step moves on within seconds; a test that kills nothing may take the
-    product's default, which a live worker on a loaded machine does not miss.
+    ``heartbeat_s``: the remote activities' heartbeat timeout; a test that kills the
+    worker passes ``KILLED_WORKER_HEARTBEAT_S``.
     """
 
     @workflow.run
@@ -51,7 +58,7 @@ class CallRemote:
         server: str = "peer",
         attempts: int = 5,
         catch: bool = True,
-        heartbeat_s: float = 2.0,
+        heartbeat_s: float = PATIENT_HEARTBEAT_S,
     ) -> RemoteReport:
         options = _options(attempts, heartbeat_s)
         try:
