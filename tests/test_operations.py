@@ -364,7 +364,8 @@ async def test_show_and_cancel_take_a_task_id_that_starts_with_a_dash(
         tool_name="slow",
         arguments={},
         created_at=datetime.now(UTC),
-        ttl_ms=60_000,
+        # Alive until the test cancels it: two CLI runs can outlast a minute on a loaded machine.
+        ttl_ms=3_600_000,
         poll_interval_ms=100,
     )
     async with Client(mcp):
