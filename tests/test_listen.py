@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -68,12 +69,26 @@ def build(extension: TemporalTasks) -> FastMCP:
     # Declared short: its first leg is a local activity (the answered ones are activities).
     mcp.tool(task=True, timeout=10, name="short_interview")(interview)
 
-    @mcp.tool(task=True, timeout=10)
+    counted_half_seen = asyncio.Event()
+
+    @mcp.tool(task=True, timeout=25)
     async def short_count(ctx: Context) -> str:
-        """A short tool (a local leg): its progress is a signal, pushed from the memo."""
+        """A short tool (a local leg): its progress is a signal, pushed from the memo.
+
+        The progress is applied at a workflow task heartbeat and committed at the
+        next, which a loaded machine delays: the leg ends once a client has seen it
+        (``saw_progress``), or after 20 s (the test then fails on its frames).
+        """
         await ctx.report_progress(1, 2, "counted half")
-        await asyncio.sleep(4)  # applied at a workflow task heartbeat, committed at the next
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(counted_half_seen.wait(), 20)
         return "counted"
+
+    @mcp.tool
+    def saw_progress() -> str:
+        """Lets ``short_count`` finish: its progress reached a client."""
+        counted_half_seen.set()
+        return "go on"
 
     @mcp.tool(task=True)
     async def nap() -> str:
@@ -162,6 +177,8 @@ async def test_a_local_legs_progress_is_pushed_as_its_tasks_status_message(url: 
                 break
             if message["method"] == "notifications/tasks":
                 frames.append(message["params"])
+                if message["params"].get("statusMessage") == "counted half":
+                    await alice.result("tools/call", {"name": "saw_progress", "arguments": {}})
     assert [(f["status"], f.get("statusMessage")) for f in frames][-2:] == [
         ("working", "counted half"),
         ("completed", None),
@@ -233,7 +250,7 @@ async def test_a_client_that_goes_away_stops_its_watches(url: str) -> None:
         assert (await anext(messages))["params"]["taskId"] == task_id
         assert _watches(), "the stream follows its task"
     # The server runs in this process: its watch tasks are ours to see.
-    await eventually(lambda: not _watches(), timeout=15)
+    await eventually(lambda: not _watches(), timeout=60)
     async with alice.stream("subscriptions/listen", listen) as (_, messages):
         assert (await anext(messages))["params"]["notifications"]["taskIds"] == [task_id]
         assert (await anext(messages))["params"]["taskId"] == task_id
@@ -276,16 +293,23 @@ async def test_a_leg_ending_its_task_is_followed_without_reads(
     it, and the completion event carries the final task, so only the first long
     poll (the history as it was, a ``STARTED`` event among it) may cause a read.
     A watcher reading on every wake (as this one did) reads again for the leg's
-    end and the close (2 reads in this test then).
+    end and the close (2 reads in this test then). The leg ends once the watch
+    waits on the history, not after a fixed time: a loaded machine could otherwise
+    finish the task before the first read (or the watch) began.
     """
     extension = temporal_tasks()
     mcp = FastMCP("watch")
     mcp.add_extension(extension)
+    release = asyncio.Event()
 
     @mcp.tool(task=True)
     async def doze() -> str:
-        await asyncio.sleep(1.0)
+        await asyncio.wait_for(release.wait(), 60)
         return "rested"
+
+    async def release_once_watching() -> None:
+        await eventually(lambda: any(t.get_coro().__name__ == "next_change" for t in _watches()))
+        release.set()
 
     async with Client(mcp) as client:
         task = await call_tool_task(client, "doze", {})
@@ -296,7 +320,9 @@ async def test_a_leg_ending_its_task_is_followed_without_reads(
         seen = await engine.get(task.task_id, None)
         assert seen.status == "working"
         reads = _count_reads(engine)
+        releasing = asyncio.create_task(release_once_watching())
         views = [view async for view in watch(engine, task.task_id, None, seen=seen)]
+        await releasing
         watch_reads = len(reads)
         final = await engine.get(task.task_id, None)
     assert [view.status for view in views] == ["completed"]
