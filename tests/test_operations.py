@@ -140,9 +140,14 @@ async def test_a_tool_gets_its_own_ttl_and_leg_queue(
 async def test_a_task_still_running_at_its_ttl_is_ended(
     temporal_tasks: Callable[..., TemporalTasks], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The workflow's execution timeout (TTL + grace, the grace 0 here) ends a task still
+    running. No worker takes this one: with a worker, a leg's own deadline
+    (``createdAt`` + TTL) precedes that timeout by as long as the start call took, so
+    on a slow machine the leg's expiry could end the task first, with its own message.
+    """
     monkeypatch.setattr(starter, "EXPIRY_GRACE", timedelta(0))  # end exactly at the TTL
     mcp = FastMCP("expiring")
-    mcp.add_extension(temporal_tasks(ttl_ms=2000))
+    mcp.add_extension(temporal_tasks(ttl_ms=2000, run_worker=False))
 
     @mcp.tool(task=True)
     async def too_long() -> str:
