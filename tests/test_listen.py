@@ -36,6 +36,7 @@ def build(extension: TemporalTasks) -> FastMCP:
     )
     mcp = FastMCP("listen", auth=verifier)
     mcp.add_extension(extension)
+    progress_seen = asyncio.Event()
 
     async def interview(ctx: Context) -> str:
         """Two rounds of questions, progress in between, then the answer."""
@@ -51,8 +52,11 @@ def build(extension: TemporalTasks) -> FastMCP:
             await ctx.report_progress(1, 2, "thinking it over")
             # Progress reads are at least 1 s apart; a local leg's progress is
             # applied at its workflow task's heartbeat (1.6 s) and committed at
-            # the next one (3.2 s).
-            await asyncio.sleep(4)
+            # the next one (3.2 s), later on a loaded machine: the leg goes on
+            # once a client saw it (``saw_progress``), or after 8 s (within the
+            # short tool's 10 s; a test expecting it then fails on its frames).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(progress_seen.wait(), 8)
         question = "color" if answers else "name"
         return mcp_types.InputRequiredResult(  # type: ignore[return-value]
             input_requests={
@@ -69,8 +73,6 @@ def build(extension: TemporalTasks) -> FastMCP:
     # Declared short: its first leg is a local activity (the answered ones are activities).
     mcp.tool(task=True, timeout=10, name="short_interview")(interview)
 
-    counted_half_seen = asyncio.Event()
-
     @mcp.tool(task=True, timeout=25)
     async def short_count(ctx: Context) -> str:
         """A short tool (a local leg): its progress is a signal, pushed from the memo.
@@ -81,13 +83,13 @@ def build(extension: TemporalTasks) -> FastMCP:
         """
         await ctx.report_progress(1, 2, "counted half")
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(counted_half_seen.wait(), 20)
+            await asyncio.wait_for(progress_seen.wait(), 20)
         return "counted"
 
     @mcp.tool
     def saw_progress() -> str:
-        """Lets ``short_count`` finish: its progress reached a client."""
-        counted_half_seen.set()
+        """Lets ``interview`` and ``short_count`` go on: their progress reached a client."""
+        progress_seen.set()
         return "go on"
 
     @mcp.tool(task=True)
@@ -141,6 +143,8 @@ async def test_the_stream_pushes_every_transition_of_the_callers_own_tasks(
             assert params.pop("_meta") == {SUBSCRIPTION_ID: subscription_id}
             assert params["taskId"] == mine and "resultType" not in params
             frames.append(params)
+            if params.get("statusMessage") == "thinking it over":
+                await alice.result("tools/call", {"name": "saw_progress", "arguments": {}})
             if params["status"] == "input_required" and params["inputRequests"]:
                 key = next(iter(params["inputRequests"]))
                 await answer(alice, mine, params, "Alice" if key.endswith("name") else "teal")
@@ -153,7 +157,8 @@ async def test_the_stream_pushes_every_transition_of_the_callers_own_tasks(
     assert [key.split(".")[-1] for key in asked] == ["name", "color"]
     # The first frame is the task when the stream opened (working, or already
     # asking); after that every transition: working again after the first
-    # answer (the leg takes 4 s), then the second question and the result.
+    # answer (the leg waits until its progress was shown), then the second
+    # question and the result.
     assert changes[changes.index("input_required") :] in (
         ["input_required", "working", "input_required", "completed"],
         ["input_required", "working", "input_required", "working", "completed"],
@@ -198,6 +203,8 @@ async def test_no_progress_or_log_notifications_ride_the_stream(url: str) -> Non
             methods.append(message["method"])
             if message["method"] == "notifications/tasks":
                 params = message["params"]
+                if params.get("statusMessage") == "thinking it over":
+                    await alice.result("tools/call", {"name": "saw_progress", "arguments": {}})
                 if params["status"] == "input_required":
                     key = next(iter(params["inputRequests"]))
                     await answer(alice, task_id, params, "Bo" if key.endswith("name") else "red")
