@@ -36,12 +36,15 @@ def front_end(
     served: FastMCP,
     *,
     leg_queue: str | None = None,
+    heartbeat_timeout_s: float = 2,
 ) -> FastMCP:
     """A stateless front end for ``served``'s tools: no worker, 2 s heartbeat timeout.
 
     The tools are mounted so the front end validates calls exactly as the workers
     that run them will; the short heartbeat timeout makes a killed worker's leg
     move to another worker within seconds. ``leg_queue``: the legs' own queue.
+    ``heartbeat_timeout_s``: the legs' (the creating front end's policy is the
+    one a task keeps, not its workers'); longer where no worker is killed.
     """
     mcp = FastMCP("front-end")
     mcp.add_extension(
@@ -49,7 +52,7 @@ def front_end(
             client=temporal_client,
             task_queue=task_queue,
             run_worker=False,
-            leg_policy=LegPolicy(heartbeat_timeout_s=2, task_queue=leg_queue),
+            leg_policy=LegPolicy(heartbeat_timeout_s=heartbeat_timeout_s, task_queue=leg_queue),
         )
     )
     mcp.mount(served)

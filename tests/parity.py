@@ -36,7 +36,7 @@ _UNSTABLE = frozenset({"createdAt", "lastUpdatedAt", "pollIntervalMs"})
 _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 TERMINAL = ("completed", "failed", "cancelled")
 #: An upper bound for a task to reach a state in-process (a hang, not a speed check).
-REACH_WITHIN_S = 30.0
+REACH_WITHIN_S = 60.0
 
 
 def peer_extension(name: str) -> Extension:

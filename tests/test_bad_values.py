@@ -111,7 +111,7 @@ async def test_unstorable_values_are_invalid_params_in_memory(temporal_tasks: Bu
         assert "arguments.data" in created.value.error.message
 
         task = await call_tool_task(client, "confirm", {})
-        parked = await task.wait(state="input_required", timeout=20)
+        parked = await task.wait(state="input_required", timeout=60)
         (key,) = parked.input_requests or {}
         with pytest.raises(MCPError) as answered:
             await update_task(

@@ -94,7 +94,7 @@ async def test_a_handle_reports_answers_and_returns_the_result(
         task = await call_tool_task(client, "confirm", {})
         assert isinstance(task.create_result, CreatedTask)
         assert task.create_result.task_id == task.task_id
-        parked = await task.wait(state="input_required", timeout=20)
+        parked = await task.wait(state="input_required", timeout=60)
         (key,) = parked.input_requests or {}
         assert parked.input_requests[key]["method"] == "elicitation/create"
         await task.answer({key: mcp_types.ElicitResult(action="accept", content={"why": "yes"})})
@@ -111,12 +111,12 @@ async def test_a_handle_cancels_and_reports_failure(temporal_tasks: BuildTasks) 
     async with Client(mcp, extensions=[TasksClientExtension()]) as client:
         held = await call_tool_task(client, "held", {}, raise_on_error=False)
         await held.cancel()
-        assert (await held.wait(timeout=20)).status == "cancelled"
+        assert (await held.wait(timeout=60)).status == "cancelled"
         cancelled = await held.result()
         assert cancelled.is_error and "cancelled" in str(cancelled.content[0])
 
         broken = await call_tool_task(client, "broken", {})
-        failed = await broken.wait(timeout=20)
+        failed = await broken.wait(timeout=60)
         assert failed.status == "completed" and failed.result is not None
         assert failed.result["isError"] is True
         with pytest.raises(ToolError, match="it broke"):

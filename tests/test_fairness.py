@@ -200,7 +200,7 @@ async def test_the_legs_inherit_the_key_another_callers_leg_overtakes_a_backlog(
 
 async def until(count: Callable[[], Awaitable[int]], expected: int) -> None:
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + 20
+    deadline = loop.time() + 60  # only a failure waits this long
     while (seen := await count()) != expected:
         assert loop.time() < deadline, f"{seen} legs scheduled, expected {expected}"
         await asyncio.sleep(0.1)

@@ -126,9 +126,9 @@ async def test_cancel_stops_a_running_body_and_the_task_reads_cancelled(
 
     async with Client(mcp) as client:
         task = await call_tool_task(client, "forever", {})
-        await asyncio.wait_for(started.wait(), 20)
+        await asyncio.wait_for(started.wait(), 60)
         await task.cancel()
-        final = await task.wait(timeout=20)
+        final = await task.wait(timeout=60)
         assert final.status == "cancelled"
         assert stopped.is_set(), "the body saw the cancellation"
         await task.cancel()  # cancelling again is an ack and changes nothing
@@ -216,7 +216,7 @@ async def test_input_required_round_trip_over_http(
 
     async with http_client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "greet", {})
-        parked = await task.wait(state="input_required", timeout=20)
+        parked = await task.wait(state="input_required", timeout=60)
         (key,) = parked.input_requests
         assert key != "name", "keys are minted by the task, not the tool"
         assert parked.input_requests[key]["method"] == "elicitation/create"
@@ -275,7 +275,7 @@ async def test_partial_answers_retire_only_their_keys(
 
     async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "pair", {})
-        parked = await task.wait(state="input_required", timeout=20)
+        parked = await task.wait(state="input_required", timeout=60)
         key_a, key_b = sorted(parked.input_requests)
         accept = {"action": "accept", "content": {"answer": "x"}}
         await update_task(client.session, task.task_id, {key_a: accept, "never-issued": accept})
@@ -312,7 +312,7 @@ async def test_racing_updates_start_the_next_leg_exactly_once(
 
     async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "once", {})
-        (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
+        (key,) = (await task.wait(state="input_required", timeout=60)).input_requests
         await asyncio.gather(
             *(
                 update_task(
@@ -339,9 +339,9 @@ async def test_cancel_while_parked_and_later_updates_are_no_ops(
 
     async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "parked", {}, raise_on_error=False)
-        (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
+        (key,) = (await task.wait(state="input_required", timeout=60)).input_requests
         await task.cancel()
-        assert (await task.wait(timeout=20)).status == "cancelled"
+        assert (await task.wait(timeout=60)).status == "cancelled"
         await update_task(
             client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "x"}}}
         )
@@ -366,7 +366,7 @@ async def test_tasks_are_readable_and_answerable_with_no_worker_up(
         polled = await task.status()  # no worker has ever polled this queue
         assert polled.status == "working"
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
-            parked = await task.wait(state="input_required", timeout=20)
+            parked = await task.wait(state="input_required", timeout=60)
         (key,) = parked.input_requests
         # The worker is gone again: the parked state and the answer still work.
         assert (await task.status()).input_requests == parked.input_requests
@@ -397,7 +397,7 @@ async def test_local_legs_run_the_same_task_with_an_activity_only_after_the_answ
 
     async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "add", {"a": 2, "b": 3})
-        (key,) = (await task.wait(state="input_required", timeout=20)).input_requests
+        (key,) = (await task.wait(state="input_required", timeout=60)).input_requests
         await update_task(
             client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "y"}}}
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -35,6 +36,7 @@ def build(extension: TemporalTasks) -> FastMCP:
     )
     mcp = FastMCP("listen", auth=verifier)
     mcp.add_extension(extension)
+    progress_seen = asyncio.Event()
 
     async def interview(ctx: Context) -> str:
         """Two rounds of questions, progress in between, then the answer."""
@@ -50,8 +52,11 @@ def build(extension: TemporalTasks) -> FastMCP:
             await ctx.report_progress(1, 2, "thinking it over")
             # Progress reads are at least 1 s apart; a local leg's progress is
             # applied at its workflow task's heartbeat (1.6 s) and committed at
-            # the next one (3.2 s).
-            await asyncio.sleep(4)
+            # the next one (3.2 s), later on a loaded machine: the leg goes on
+            # once a client saw it (``saw_progress``), or after 8 s (within the
+            # short tool's 10 s; a test expecting it then fails on its frames).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(progress_seen.wait(), 8)
         question = "color" if answers else "name"
         return mcp_types.InputRequiredResult(  # type: ignore[return-value]
             input_requests={
@@ -68,12 +73,24 @@ def build(extension: TemporalTasks) -> FastMCP:
     # Declared short: its first leg is a local activity (the answered ones are activities).
     mcp.tool(task=True, timeout=10, name="short_interview")(interview)
 
-    @mcp.tool(task=True, timeout=10)
+    @mcp.tool(task=True, timeout=25)
     async def short_count(ctx: Context) -> str:
-        """A short tool (a local leg): its progress is a signal, pushed from the memo."""
+        """A short tool (a local leg): its progress is a signal, pushed from the memo.
+
+        The progress is applied at a workflow task heartbeat and committed at the
+        next, which a loaded machine delays: the leg ends once a client has seen it
+        (``saw_progress``), or after 20 s (the test then fails on its frames).
+        """
         await ctx.report_progress(1, 2, "counted half")
-        await asyncio.sleep(4)  # applied at a workflow task heartbeat, committed at the next
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(progress_seen.wait(), 20)
         return "counted"
+
+    @mcp.tool
+    def saw_progress() -> str:
+        """Lets ``interview`` and ``short_count`` go on: their progress reached a client."""
+        progress_seen.set()
+        return "go on"
 
     @mcp.tool(task=True)
     async def nap() -> str:
@@ -126,6 +143,8 @@ async def test_the_stream_pushes_every_transition_of_the_callers_own_tasks(
             assert params.pop("_meta") == {SUBSCRIPTION_ID: subscription_id}
             assert params["taskId"] == mine and "resultType" not in params
             frames.append(params)
+            if params.get("statusMessage") == "thinking it over":
+                await alice.result("tools/call", {"name": "saw_progress", "arguments": {}})
             if params["status"] == "input_required" and params["inputRequests"]:
                 key = next(iter(params["inputRequests"]))
                 await answer(alice, mine, params, "Alice" if key.endswith("name") else "teal")
@@ -138,7 +157,8 @@ async def test_the_stream_pushes_every_transition_of_the_callers_own_tasks(
     assert [key.split(".")[-1] for key in asked] == ["name", "color"]
     # The first frame is the task when the stream opened (working, or already
     # asking); after that every transition: working again after the first
-    # answer (the leg takes 4 s), then the second question and the result.
+    # answer (the leg waits until its progress was shown), then the second
+    # question and the result.
     assert changes[changes.index("input_required") :] in (
         ["input_required", "working", "input_required", "completed"],
         ["input_required", "working", "input_required", "working", "completed"],
@@ -162,6 +182,8 @@ async def test_a_local_legs_progress_is_pushed_as_its_tasks_status_message(url: 
                 break
             if message["method"] == "notifications/tasks":
                 frames.append(message["params"])
+                if message["params"].get("statusMessage") == "counted half":
+                    await alice.result("tools/call", {"name": "saw_progress", "arguments": {}})
     assert [(f["status"], f.get("statusMessage")) for f in frames][-2:] == [
         ("working", "counted half"),
         ("completed", None),
@@ -181,6 +203,8 @@ async def test_no_progress_or_log_notifications_ride_the_stream(url: str) -> Non
             methods.append(message["method"])
             if message["method"] == "notifications/tasks":
                 params = message["params"]
+                if params.get("statusMessage") == "thinking it over":
+                    await alice.result("tools/call", {"name": "saw_progress", "arguments": {}})
                 if params["status"] == "input_required":
                     key = next(iter(params["inputRequests"]))
                     await answer(alice, task_id, params, "Bo" if key.endswith("name") else "red")
@@ -233,7 +257,7 @@ async def test_a_client_that_goes_away_stops_its_watches(url: str) -> None:
         assert (await anext(messages))["params"]["taskId"] == task_id
         assert _watches(), "the stream follows its task"
     # The server runs in this process: its watch tasks are ours to see.
-    await eventually(lambda: not _watches(), timeout=15)
+    await eventually(lambda: not _watches(), timeout=60)
     async with alice.stream("subscriptions/listen", listen) as (_, messages):
         assert (await anext(messages))["params"]["notifications"]["taskIds"] == [task_id]
         assert (await anext(messages))["params"]["taskId"] == task_id
@@ -276,16 +300,23 @@ async def test_a_leg_ending_its_task_is_followed_without_reads(
     it, and the completion event carries the final task, so only the first long
     poll (the history as it was, a ``STARTED`` event among it) may cause a read.
     A watcher reading on every wake (as this one did) reads again for the leg's
-    end and the close (2 reads in this test then).
+    end and the close (2 reads in this test then). The leg ends once the watch
+    waits on the history, not after a fixed time: a loaded machine could otherwise
+    finish the task before the first read (or the watch) began.
     """
     extension = temporal_tasks()
     mcp = FastMCP("watch")
     mcp.add_extension(extension)
+    release = asyncio.Event()
 
     @mcp.tool(task=True)
     async def doze() -> str:
-        await asyncio.sleep(1.0)
+        await asyncio.wait_for(release.wait(), 60)
         return "rested"
+
+    async def release_once_watching() -> None:
+        await eventually(lambda: any(t.get_coro().__name__ == "next_change" for t in _watches()))
+        release.set()
 
     async with Client(mcp) as client:
         task = await call_tool_task(client, "doze", {})
@@ -296,7 +327,9 @@ async def test_a_leg_ending_its_task_is_followed_without_reads(
         seen = await engine.get(task.task_id, None)
         assert seen.status == "working"
         reads = _count_reads(engine)
+        releasing = asyncio.create_task(release_once_watching())
         views = [view async for view in watch(engine, task.task_id, None, seen=seen)]
+        await releasing
         watch_reads = len(reads)
         final = await engine.get(task.task_id, None)
     assert [view.status for view in views] == ["completed"]

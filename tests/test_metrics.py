@@ -131,7 +131,7 @@ async def test_the_endpoint_serves_temporal_and_mcp_metrics_that_count_what_happ
     parked = await wait_for(raw, asked, "input_required")
 
     # Open tasks, counted in visibility: one working (held), one parked (asked).
-    deadline = asyncio.get_running_loop().time() + 30
+    deadline = asyncio.get_running_loop().time() + 60  # visibility counts them later under load
     while True:
         seen = await scrape(port)
         open_now = {

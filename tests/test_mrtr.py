@@ -92,6 +92,16 @@ async def short_window_url(temporal_tasks: Callable[..., TemporalTasks]) -> Asyn
         yield server_url
 
 
+async def read_until(raw: RawMcp, task_id: str, reached: Callable[[dict], bool]) -> dict:
+    """``tasks/get`` until ``reached``; the bound is generous (each read and each leg can
+    take seconds on a loaded machine), as only a failure waits it out."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while not reached(task := await raw.result("tasks/get", {"taskId": task_id})):
+        assert asyncio.get_running_loop().time() < deadline, task
+        await asyncio.sleep(0.05)
+    return task
+
+
 async def round_one(raw: RawMcp) -> dict:
     result = await raw.result("tools/call", {"name": "welcome", "arguments": {}})
     assert result["resultType"] == "input_required", result
@@ -119,11 +129,7 @@ async def test_the_question_comes_first_and_the_task_second(url: str) -> None:
     )
     assert second["resultType"] == "task"
     assert "requestState" not in second and "inputRequests" not in second
-    for _ in range(200):
-        task = await alice.result("tasks/get", {"taskId": second["taskId"]})
-        if task["status"] == "completed":
-            break
-        await asyncio.sleep(0.05)
+    task = await read_until(alice, second["taskId"], lambda task: task["status"] == "completed")
     assert task["result"]["content"][0]["text"] == "Welcome, Alice!"
 
 
@@ -215,10 +221,8 @@ async def test_with_no_worker_in_time_the_client_gets_the_task(
         tasked = await alice.result("tools/call", {"name": "welcome", "arguments": {}})
         assert tasked["resultType"] == "task" and tasked["status"] == "working"
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
-            for _ in range(400):
-                task = await alice.result("tasks/get", {"taskId": tasked["taskId"]})
-                if task["status"] != "working":
-                    break
-                await asyncio.sleep(0.05)
+            task = await read_until(
+                alice, tasked["taskId"], lambda task: task["status"] != "working"
+            )
         assert task["status"] == "input_required"
         assert [r["method"] for r in task["inputRequests"].values()] == ["elicitation/create"]

@@ -51,8 +51,10 @@ async def test_parked_tasks_hold_no_running_activity(
 async def test_a_task_parked_past_its_ttl_fails_with_a_clear_message(
     temporal_tasks: Callable[..., TemporalTasks],
 ) -> None:
+    """The TTL must outlast the first leg (else the leg's own expiry is the message), which
+    a loaded machine can take seconds to dispatch and run; a pass waits the whole TTL."""
     mcp = FastMCP("ttl")
-    mcp.add_extension(temporal_tasks(ttl_ms=2000))
+    mcp.add_extension(temporal_tasks(ttl_ms=10_000))
 
     @mcp.tool(task=True)
     async def ask(ctx: Context) -> str:
@@ -60,12 +62,12 @@ async def test_a_task_parked_past_its_ttl_fails_with_a_clear_message(
 
     async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "ask", {}, raise_on_error=False)
-        assert task.create_result.ttl_ms == 2000
+        assert task.create_result.ttl_ms == 10_000
         await task.wait(state="input_required", timeout=30)
         final = await task.wait(timeout=30)
     assert final.status == "failed"
     assert final.error == {
         "code": -32000,
-        "message": "Task expired: no answer to its input requests within its TTL (2000 ms)",
+        "message": "Task expired: no answer to its input requests within its TTL (10000 ms)",
     }
     assert final.status_message == final.error["message"]

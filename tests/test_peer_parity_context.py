@@ -120,7 +120,7 @@ async def test_context_inside_a_task(temporal: Extension) -> None:
                 task = await call_tool_task(client, name, {}, raise_on_error=False)
                 seen.append(await reach(client, task.task_id, *TERMINAL))
             task = await call_tool_task(client, "slow", {})
-            deadline = asyncio.get_running_loop().time() + 30
+            deadline = asyncio.get_running_loop().time() + 60  # a bound on a failure only
             while "statusMessage" not in (running := await get(client, task.task_id)):
                 assert asyncio.get_running_loop().time() < deadline, running
                 await asyncio.sleep(0.02)

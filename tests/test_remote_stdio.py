@@ -26,6 +26,7 @@ from fastmcp_temporal import DevServer, LegPolicy, RemoteServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests.helpers import eventually, needs_peer
+from tests.processes.remote_workflows import PATIENT_HEARTBEAT_S
 from tests.processes.running import ROOT
 from tests.remote_harness import history_text, lines, orchestrator, report_of, run_tool
 from tests.test_remote_mcp import _recorded_remote_task, remote_task_ids
@@ -60,8 +61,11 @@ async def test_stdio_calls_list_and_follow_a_task_and_the_process_stops_with_the
 ) -> None:
     tag = f"{kind}-{uuid.uuid4().hex}"
     connection = stdio_connection(kind, tag, temporal_server.address, task_queue)
+    # Nothing is killed here and the remote body must run once: the patient timeout,
+    # so that a leg starved on a loaded machine is not taken for lost and run again.
     tasks = temporal_tasks(
-        remote_servers={"peer": connection}, leg_policy=LegPolicy(heartbeat_timeout_s=2)
+        remote_servers={"peer": connection},
+        leg_policy=LegPolicy(heartbeat_timeout_s=PATIENT_HEARTBEAT_S),
     )
     (tmp_path / "release-t").write_text("")
     async with Client(orchestrator(tasks)) as client:

@@ -27,7 +27,7 @@ def http_on(port: int) -> list[str]:
     return ["--host", "127.0.0.1", "--port", str(port), "--no-banner"]
 
 
-async def poll(front_end: RawMcp, task_id: str, status: str, timeout: float = 30) -> dict[str, Any]:
+async def poll(front_end: RawMcp, task_id: str, status: str, timeout: float = 60) -> dict[str, Any]:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         task = await front_end.result("tasks/get", {"taskId": task_id})
@@ -37,7 +37,7 @@ async def poll(front_end: RawMcp, task_id: str, status: str, timeout: float = 30
         await asyncio.sleep(0.1)
 
 
-async def wait_for_files(directory: Path, pattern: str, count: int, timeout: float = 30) -> list:
+async def wait_for_files(directory: Path, pattern: str, count: int, timeout: float = 60) -> list:
     deadline = asyncio.get_running_loop().time() + timeout
     while len(found := sorted(directory.glob(pattern))) < count:
         assert asyncio.get_running_loop().time() < deadline, f"{count} x {pattern}: {found}"
@@ -107,7 +107,7 @@ async def test_front_ends_are_stateless_and_workers_share_the_queue(
         (draining,) = [w for w in workers if w.pid == first_pid]
         draining.signal(signal.SIGTERM)
         assert await draining.exit_code(timeout=30) == 0, draining.output()[-2000:]
-        legs = await wait_for_files(tmp_path, "leg-*", 2, timeout=30)
+        legs = await wait_for_files(tmp_path, "leg-*", 2)
         pids = {int(leg.name.split("-")[1]) for leg in legs}
         assert pids == {w.pid for w in workers}, "the leg moved to the other worker"
 

@@ -27,6 +27,7 @@ from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.server.tasks.starter import ToolOptions
 from tests.helpers import eventually, front_end
 from tests.processes.crash_server import mcp as crash_server
+from tests.processes.remote_workflows import PATIENT_HEARTBEAT_S
 from tests.processes.running import BIN, ROOT, Process
 from tests.test_encryption import new_key
 
@@ -107,9 +108,14 @@ async def interrupt_one_leg(
     runs.mkdir()
     retrying: list[str] = []
     heartbeat_timeout_s = 60 if signum == signal.SIGTERM else 2
+    # The front end creates the task, so its leg policy is the one the legs keep.
     async with (
         fleet(temporal_server.address, task_queue, tmp_path, heartbeat_timeout_s) as workers,
-        Client(front_end(temporal_client, task_queue, crash_server)) as client,
+        Client(
+            front_end(
+                temporal_client, task_queue, crash_server, heartbeat_timeout_s=heartbeat_timeout_s
+            )
+        ) as client,
     ):
         running = await workers.start()
         task = await call_tool_task(client, "record_and_wait", {"marker_dir": str(runs)})
@@ -250,7 +256,10 @@ def keyed_front_end(address: str, task_queue: str, key: str) -> FastMCP:
             task_queue=task_queue,
             encryption_key=key,
             run_worker=False,
-            leg_policy=LegPolicy(heartbeat_timeout_s=2),
+            # No worker is killed here and every leg must run once: with 2 s (0.4 s of
+            # slack after the SDK's throttled heartbeats) a starved worker's leg can be
+            # taken for lost and run again.
+            leg_policy=LegPolicy(heartbeat_timeout_s=PATIENT_HEARTBEAT_S),
         )
     )
     mcp.mount(crash_server)

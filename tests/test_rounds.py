@@ -88,7 +88,8 @@ async def test_long_tasks_continue_as_new_and_keep_their_identity(
         assert final.created_at == created.created_at
     query = f"WorkflowId = '{_wid(task)}'"
     runs: list[str] = []
-    for _ in range(100):  # visibility is eventually consistent
+    deadline = asyncio.get_running_loop().time() + 60  # visibility is eventually consistent
+    while asyncio.get_running_loop().time() < deadline:
         runs = [execution.run_id async for execution in temporal_client.list_workflows(query)]
         if len(runs) >= 4:
             break

@@ -114,10 +114,12 @@ async def test_kill_9_of_the_starter_keeps_the_other_working_and_loses_no_task(
 ) -> None:
     async with servers(tmp_path, "starter", "other") as (starter, other):
         (temporal_pid,) = temporal_pids(starter.data_dir)
-        async with Client(starter.url) as on_starter:
-            orphaned = await call_tool_task(on_starter, "nap", {"seconds": 3, "tag": "mine"})
         async with Client(other.url) as on_other:
             running = await call_tool_task(on_other, "nap", {"seconds": 2, "tag": "yours"})
+            # The kill follows the orphan's creation at once: its 3 s nap must still be
+            # running then, which a loaded machine's slower calls in between could end.
+            async with Client(starter.url) as on_starter:
+                orphaned = await call_tool_task(on_starter, "nap", {"seconds": 3, "tag": "mine"})
             starter.kill9()
             assert temporal_pids(starter.data_dir) == [temporal_pid], "Temporal kept running"
             done = await running.wait(timeout=60)

@@ -54,7 +54,7 @@ TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks"
 
 #: Upper bound for waiting on something a running task is expected to show.
 #: A bound, not an expectation: the polls normally succeed within a second or two.
-OBSERVE_WITHIN_S = 30.0
+OBSERVE_WITHIN_S = 60.0
 
 BuildTasks = Callable[..., TemporalTasks]
 

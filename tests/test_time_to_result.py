@@ -23,6 +23,9 @@ from tests.helpers import declares_elicitation
 from tests.test_lifecycle import answers
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+#: Bound on a read with no worker: well under the 120 s query timeout a read that
+#: waited on a worker would take, well over the seconds a loaded machine's reads take.
+NO_WAIT_S = 60
 
 
 def _at(seconds: float) -> datetime:
@@ -160,22 +163,22 @@ async def test_reads_without_a_worker_show_an_acknowledged_update(
     async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "survey", {})
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
-            parked = await task.wait(state="input_required", timeout=20)
+            parked = await task.wait(state="input_required", timeout=60)
         first, second = sorted(parked.input_requests)
         # The worker is gone. Half an answer: the other key is still outstanding.
         await update_task(client.session, task.task_id, {first: accept("tea")})
-        half = await asyncio.wait_for(task.status(), timeout=15)
+        half = await asyncio.wait_for(task.status(), timeout=NO_WAIT_S)
         assert half.status == "input_required"
         assert list(half.input_requests) == [second]
         assert _when(half.last_updated_at) > _when(parked.last_updated_at)
         # The rest: the task is working again, though no worker has applied anything.
         await update_task(client.session, task.task_id, {second: accept("cake")})
-        answered = await asyncio.wait_for(task.status(), timeout=15)
+        answered = await asyncio.wait_for(task.status(), timeout=NO_WAIT_S)
         assert answered.status == "working"
         assert not answered.input_requests
         # Answering an already answered key changes nothing, and is not signalled again.
         await update_task(client.session, task.task_id, {first: accept("coffee")})
-        assert (await asyncio.wait_for(task.status(), timeout=15)).status == "working"
+        assert (await asyncio.wait_for(task.status(), timeout=NO_WAIT_S)).status == "working"
         assert await input_signals(temporal_client, extension, task.task_id) == 2
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
             assert (await task.result()).data == "tea and cake"

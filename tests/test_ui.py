@@ -57,8 +57,10 @@ async def until_status(task: ToolTask, status: str) -> None:
 
 
 async def visible(http: httpx.AsyncClient, query: str, workflow_id: str) -> dict[str, Any]:
-    """The UI's list route finds ``workflow_id`` (visibility is eventually consistent)."""
-    for _ in range(100):
+    """The UI's list route finds ``workflow_id`` (visibility is eventually consistent,
+    and later on a loaded machine)."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while asyncio.get_running_loop().time() < deadline:
         response = await http.get(f"{NAMESPACE}/workflows", params={"query": query})
         assert response.status_code == 200, response.text
         for execution in response.json().get("executions") or []:

@@ -54,7 +54,7 @@ async def set_current(address: str, deployment: str, build_id: str) -> None:
         build_id,
         "--yes",
     ]
-    deadline = asyncio.get_running_loop().time() + 30
+    deadline = asyncio.get_running_loop().time() + 60  # only a failure waits it out
     while True:
         done = await asyncio.to_thread(subprocess.run, args, capture_output=True, text=True)
         if done.returncode == 0:
@@ -71,7 +71,7 @@ async def routing_propagated(address: str, deployment: str) -> None:
     task started before then may still go to the previous version's workers."""
     client = await TemporalClient.connect(address)
     request = DescribeWorkerDeploymentRequest(namespace="default", deployment_name=deployment)
-    deadline = asyncio.get_running_loop().time() + 30
+    deadline = asyncio.get_running_loop().time() + 60  # only a failure waits it out
     while True:
         described = await client.workflow_service.describe_worker_deployment(request)
         state = described.worker_deployment_info.routing_config_update_state
@@ -140,7 +140,7 @@ async def pinned_running(client: TemporalClient, deployment: str, build_id: str)
 async def eventually_count(
     client: TemporalClient, deployment: str, build_id: str, expected: int
 ) -> None:
-    deadline = asyncio.get_running_loop().time() + 30
+    deadline = asyncio.get_running_loop().time() + 60  # only a failure waits it out
     while (found := await pinned_running(client, deployment, build_id)) != expected:
         assert asyncio.get_running_loop().time() < deadline, f"{found} != {expected}"
         await asyncio.sleep(0.2)

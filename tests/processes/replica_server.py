@@ -24,7 +24,10 @@ mcp = FastMCP("replicas")
 mcp.add_extension(
     TemporalTasks(
         task_queue=os.environ["REPLICA_TASK_QUEUE"],
-        leg_policy=LegPolicy(heartbeat_timeout_s=2),
+        # The test drains a worker (SIGTERM: it hands the leg back itself) and kills
+        # none: a short timeout would only let a starved worker's leg be taken for
+        # lost and run again on a loaded machine.
+        leg_policy=LegPolicy(heartbeat_timeout_s=60),
     )
 )
 

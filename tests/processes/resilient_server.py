@@ -5,9 +5,11 @@ naming its task; the test decides when a leg may finish). Temporal comes from
 ``TEMPORAL_ADDRESS``, the queue from ``RESILIENT_TASK_QUEUE``, the key (if
 any) from ``FASTMCP_TEMPORAL_ENCRYPTION_KEY``, as a deployed worker gets them
 (and the repository root on ``PYTHONPATH``). ``RESILIENT_HEARTBEAT_TIMEOUT_S``
-sets the legs' heartbeat timeout: 2 s finds a lost worker quickly; the drain
-tests set a long one, so that a worker starved of CPU for a moment on a loaded
-machine is never taken for a lost one (a drain must hand the leg back itself).
+sets the heartbeat timeout of the legs of tasks this server creates: 2 s finds a
+lost worker quickly; the drain tests set a long one, so that a worker starved of
+CPU for a moment on a loaded machine is never taken for a lost one (a drain must
+hand the leg back itself). A task keeps its creator's leg policy, so the tests'
+front ends, which create the tasks, must be given the same timeout.
 """
 
 from __future__ import annotations
