@@ -3,6 +3,7 @@ a starved one whose leg is cancelled meanwhile still ends the task cancelled."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from datetime import timedelta
@@ -18,9 +19,14 @@ from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.workflows.leg_retry import LEG_CANCEL_WINS_PATCH
 from tests.helpers import eventually, front_end, kill, spawn_worker, until_event
-from tests.histories.replay import task_replayer
+from tests.histories.replay import HISTORIES, load_history, task_replayer
 from tests.processes.crash_server import mcp as crash_server
 from tests.remote_harness import history_text
+
+#: The replay gate's recorded history of a leg that missed its heartbeats while its
+#: task was being cancelled (patch ``leg-cancel-wins``); ``RECORD_CRASH_HISTORIES=1``
+#: writes it from the live test below (it needs a worker process to stop).
+LEG_CANCEL_WINS_HISTORY = "crash/leg_cancel_wins"
 
 
 async def test_killed_worker_mid_leg_is_replaced_and_the_task_completes(
@@ -91,3 +97,25 @@ async def test_a_leg_that_misses_its_heartbeats_while_cancelled_ends_the_task_ca
     assert LEG_CANCEL_WINS_PATCH in await history_text(temporal_client, workflow_id), "patched"
     replayed = await task_replayer().replay_workflow(history)
     assert replayed.replay_failure is None, "and it replays"
+    if os.environ.get("RECORD_CRASH_HISTORIES"):
+        (HISTORIES / f"{LEG_CANCEL_WINS_HISTORY}.json").write_text(history.to_json())
+
+
+async def test_the_recorded_leg_cancelled_while_starved_replays() -> None:
+    """The replay gate for ``leg-cancel-wins``: the recorded task took the patched path
+    (its marker; the leg timed out after its cancellation was requested; the task
+    ended cancelled), and it replays on today's code."""
+    history = load_history(LEG_CANCEL_WINS_HISTORY)
+    events = [event.event_type for event in history.events]
+    timed_out = events.index(EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)
+    assert events.index(EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED) < timed_out
+    assert events[-1] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED
+    patches = [
+        json.loads(payload.data)["id"]
+        for event in history.events
+        if event.marker_recorded_event_attributes.marker_name == "core_patch"
+        for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
+    ]
+    assert LEG_CANCEL_WINS_PATCH in patches, patches
+    replayed = await task_replayer().replay_workflow(history)
+    assert replayed.replay_failure is None

@@ -57,11 +57,12 @@ def test_the_recorded_histories_are_exactly_the_declared_paths() -> None:
     """A history file that goes missing (or one nobody declared) fails the gate."""
     # ``remote/``: remote-call histories, recorded and replayed by test_remote_durability,
     # test_remote_endings and test_orchestrator (recording them needs a remote MCP
-    # server process, not this harness).
+    # server process, not this harness); ``crash/``: by test_crash (a worker process
+    # it stops).
     on_disk = sorted(
         path.relative_to(HISTORIES).as_posix().removesuffix(".json")
         for path in HISTORIES.rglob("*.json")
-        if path.parent.name != "remote"
+        if path.parent.name not in ("remote", "crash")
     )
     assert on_disk == sorted(FILES)
     assert len(PATHS) >= 12
@@ -81,6 +82,16 @@ def test_every_remote_history_is_declared_by_the_test_that_replays_it() -> None:
         for path in (HISTORIES / "remote").glob("*.json")
     )
     assert on_disk == sorted(name for name in declared for _ in ("task", "body"))
+
+
+def test_every_crash_history_is_declared_by_the_test_that_replays_it() -> None:
+    from tests import test_crash
+
+    on_disk = [
+        path.relative_to(HISTORIES).as_posix().removesuffix(".json")
+        for path in (HISTORIES / "crash").glob("*.json")
+    ]
+    assert on_disk == [test_crash.LEG_CANCEL_WINS_HISTORY]
 
 
 #: How each recorded run ended (default: completed), so a re-recorded file that
