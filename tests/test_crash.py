@@ -3,7 +3,6 @@ a starved one whose leg is cancelled meanwhile still ends the task cancelled."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from datetime import timedelta
@@ -19,7 +18,7 @@ from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.workflows.leg_retry import LEG_CANCEL_WINS_PATCH
 from tests.helpers import eventually, front_end, kill, spawn_worker, until_event
-from tests.histories.replay import HISTORIES, load_history, task_replayer
+from tests.histories.replay import HISTORIES, load_history, patch_ids, task_replayer
 from tests.processes.crash_server import mcp as crash_server
 from tests.remote_harness import history_text
 
@@ -110,12 +109,6 @@ async def test_the_recorded_leg_cancelled_while_starved_replays() -> None:
     timed_out = events.index(EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)
     assert events.index(EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED) < timed_out
     assert events[-1] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED
-    patches = [
-        json.loads(payload.data)["id"]
-        for event in history.events
-        if event.marker_recorded_event_attributes.marker_name == "core_patch"
-        for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
-    ]
-    assert LEG_CANCEL_WINS_PATCH in patches, patches
+    assert LEG_CANCEL_WINS_PATCH in patch_ids(history), patch_ids(history)
     replayed = await task_replayer().replay_workflow(history)
     assert replayed.replay_failure is None

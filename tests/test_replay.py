@@ -15,13 +15,11 @@ here with a non-determinism error. No Temporal server is needed.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType, RetryState
-from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import ExternalStorage
 
 from fastmcp_temporal.activities.tool_leg import HANDED_BACK_ERROR_TYPE
@@ -44,7 +42,7 @@ from tests.histories.paths_v2 import STORED_PAYLOADS_THRESHOLD, V2
 from tests.histories.paths_v3 import V3
 from tests.histories.paths_v4 import V4
 from tests.histories.paths_v5 import V5
-from tests.histories.replay import HISTORIES, load_history, task_replayer
+from tests.histories.replay import HISTORIES, load_history, patch_ids, task_replayer
 
 
 @pytest.fixture(autouse=True)
@@ -165,17 +163,6 @@ def test_a_recorded_history_is_its_whole_path(file: str) -> None:
         assert kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) == answered_leg_activities
 
 
-def _patches(events: list[HistoryEvent]) -> set[str]:
-    """The patch ids a history's markers record (the SDK's ``core_patch`` marker)."""
-    return {
-        json.loads(event.marker_recorded_event_attributes.details["patch-data"].payloads[0].data)[
-            "id"
-        ]
-        for event in events
-        if event.marker_recorded_event_attributes.marker_name == "core_patch"
-    }
-
-
 #: Runs that never reached a leg, so never asked for the leg patches.
 WITHOUT_LEG = {"workflow_tool_cancel_parked"}
 
@@ -187,7 +174,7 @@ def test_each_generation_took_its_branch_of_the_patches(file: str) -> None:
     report), ``v3`` of ``result-stored-once`` too (a task run at its first leg),
     ``v4`` (local legs only) of ``local-leg-progress`` too, ``v5`` (a local-leg task's
     answered leg) of ``activity-legs-after-input`` too."""
-    patches = _patches(list(load_history(file).events))
+    patches = set(patch_ids(load_history(file)))
     generation = file.split("/")[0] if "/" in file else None
     if generation is None:
         assert patches == set()

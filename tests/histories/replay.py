@@ -23,6 +23,16 @@ def load_history(file: str) -> WorkflowHistory:
     return WorkflowHistory.from_json(started["workflowId"], data)
 
 
+def patch_ids(history: WorkflowHistory) -> list[str]:
+    """The patch ids the history's markers record (the SDK's ``core_patch`` marker), in order."""
+    return [
+        json.loads(payload.data)["id"]
+        for event in history.events
+        if event.marker_recorded_event_attributes.marker_name == "core_patch"
+        for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
+    ]
+
+
 def task_replayer(
     workflows: Sequence[type] = (),
     encryption_key: str | None = None,
