@@ -28,7 +28,7 @@ from fastmcp.utilities.tests import run_server_async
 from fastmcp_temporal import DevServer
 from fastmcp_temporal.client import enable_transparent_tasks
 from fastmcp_temporal.server.core.settings import env_var
-from tests import exclusive
+from tests import exclusive, lines
 from tests.helpers import needs_peer
 from tests.remote_harness import RemotePeer
 
@@ -73,6 +73,7 @@ def _turn(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    lines.mark_every_line(items)
     exclusive.exclusive_first(items)
 
 

@@ -1,0 +1,62 @@
+"""Which test modules run on every FastMCP line, and why.
+
+The whole suite runs on FastMCP 4.1.4 with the peer (``./dev test``). The other
+lines (the newest 4.1.x, the newest 4.2.x) run what can differ between FastMCP
+lines: the modules below, each marked ``every_line`` at collection, so CI runs
+``-m "every_line and not chaos"`` there. What can differ is what goes through
+FastMCP or the MCP SDK: every private name in ``fastmcp_temporal/_compat.py``,
+the wire FastMCP serializes, the client half, FastMCP's ``Context`` inside a
+task, its argument validation, its auth context, its transports, and the MCP
+types a recorded history decodes into. What is left out runs Temporal's
+behaviour through our engine (kills, drains, retries, versioning, quotas,
+fairness, payload stores, the codec, the CLI's Temporal operations): the same
+code on every line, tested once. The worker CLI's two ``_compat`` uses
+(``registered_extension``, ``server_lifespan``) are covered on both lines by
+``./dev install-check``, which starts ``fastmcp-temporal worker`` on the demo.
+
+A new module that touches any of that belongs here; ``tests/test_lines.py``
+checks that every name below is a test module that exists.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+MARKER = "every_line"
+
+#: Test module -> what in it can differ between FastMCP lines.
+EVERY_LINE: dict[str, str] = {
+    "test_wire": "the SEP-2663 wire as FastMCP's request handling serves it",
+    "test_client": "fastmcp_temporal.client on the line's FastMCP Client",
+    "test_result_parity": "tool results through the SDK's per-version serializer "
+    "(_compat.pass_task_results_through, parse_tool_result)",
+    "test_task_context": "FastMCP's Context inside a task: log levels per line "
+    "(_compat.LOG_LEVEL_PER_SESSION), progress routing",
+    "test_peer_parity": "what a task tool observes, against the peer where it exists",
+    "test_peer_parity_context": "Context behaviour inside a task, mounted servers "
+    "(_compat.mounted_origin)",
+    "test_mrtr": "MRTR rounds through FastMCP's tools/call handling",
+    "test_input_capabilities": "the client's declared capabilities as FastMCP reads them",
+    "test_sampling": "sample() through the line's client sampling callback",
+    "test_listen": "subscriptions/listen served through _compat.serve_listen",
+    "test_bad_values": "FastMCP's argument validation (_compat.validate_tool_input)",
+    "test_scope": "the caller's identity from FastMCP's auth context "
+    "(_compat.restore_request_identity)",
+    "test_idempotency": "headers and _meta as FastMCP's request context carries them",
+    "test_workflow_tools": "workflow tools' signatures (_compat.workflow_run_signature)",
+    "test_stored_result": "stored results parsed by the client (_compat.parse_tool_result)",
+    "test_time_to_result": "pollIntervalMs as the line's client follows it",
+    "test_metrics": "the MCP request metrics FastMCP's middleware reports",
+    "test_remote_mcp": "remote MCP servers through the line's FastMCP Client transports",
+    "test_examples": "the examples a user of the line runs",
+    "test_replay": "recorded histories decoded into the line's MCP types",
+    "test_lines": "this list itself",
+}
+
+
+def mark_every_line(items: list[pytest.Item]) -> None:
+    """Add the ``every_line`` marker to the tests of the modules above."""
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__.rsplit(".", 1)[-1] in EVERY_LINE:
+            item.add_marker(MARKER)

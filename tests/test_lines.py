@@ -1,0 +1,18 @@
+"""The list of modules that run on every FastMCP line names real test modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.lines import EVERY_LINE, MARKER
+
+
+def test_every_listed_module_exists() -> None:
+    here = Path(__file__).resolve().parent
+    assert sorted(name for name in EVERY_LINE if not (here / f"{name}.py").exists()) == []
+
+
+def test_this_module_is_marked_for_every_line(request: pytest.FixtureRequest) -> None:
+    assert request.node.get_closest_marker(MARKER) is not None
