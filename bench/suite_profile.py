@@ -56,7 +56,7 @@ def process_table(procs: Path) -> list[str]:
     cpu: collections.Counter[str] = collections.Counter()
     counts: collections.Counter[str] = collections.Counter()
     for line in procs.read_text().splitlines():
-        _pid, cpu_s, _wall, argv = (line.split("\t") + [""])[:4]
+        _pid, cpu_s, _wall, argv = [*line.split("\t"), ""][:4]
         kind = _kind(argv)
         cpu[kind] += float(cpu_s)
         counts[kind] += 1
