@@ -1,6 +1,6 @@
 """An MCP server on the shared embedded Temporal of a data directory.
 
-    python -m tests.processes.embedded_server --name a --port P --data-dir D [--ui]
+    python -m tests.processes.embedded_server --name a --port P --data-dir D [--ui] [--task-queue Q]
 
 Several of these on one ``D`` must share one ``temporal`` process; ``--name``
 names the server (and so its default task queue on the embedded server), and
@@ -18,10 +18,15 @@ from fastmcp import FastMCP
 from fastmcp_temporal import LegPolicy, TemporalTasks
 
 
-def build(name: str, data_dir: str, *, ui: bool = False) -> FastMCP:
+def build(name: str, data_dir: str, *, ui: bool = False, task_queue: str | None = None) -> FastMCP:
     mcp = FastMCP(name)
     mcp.add_extension(
-        TemporalTasks(data_dir=data_dir, ui=ui, leg_policy=LegPolicy(heartbeat_timeout_s=2))
+        TemporalTasks(
+            data_dir=data_dir,
+            ui=ui,
+            task_queue=task_queue,
+            leg_policy=LegPolicy(heartbeat_timeout_s=2),
+        )
     )
 
     @mcp.tool(task=True)
@@ -38,8 +43,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--ui", action="store_true")
+    parser.add_argument("--task-queue")
     args = parser.parse_args()
-    server = build(args.name, args.data_dir, ui=args.ui)
+    server = build(args.name, args.data_dir, ui=args.ui, task_queue=args.task_queue)
     server.run(transport="http", host="127.0.0.1", port=args.port, show_banner=False)
 
 
