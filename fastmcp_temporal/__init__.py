@@ -7,6 +7,10 @@ mcp.add_extension(TemporalTasks())
 ```
 
 Clients: ``fastmcp_temporal.client`` (``TasksClientExtension``, ``call_tool_task``).
+
+This module, ``.workflows``, ``.client`` and ``.testing`` are the public
+surface: every name a user configures or calls is in one of their ``__all__``,
+and anything else is internal (``fastmcp_temporal._surface``).
 """
 
 from fastmcp_temporal.activities.remote_connections import RemoteServer
@@ -22,6 +26,7 @@ from fastmcp_temporal.server.protocol.idempotency import (
     IDEMPOTENCY_KEY_META,
 )
 from fastmcp_temporal.server.tasks.fairness import FairnessCaller
+from fastmcp_temporal.server.tasks.starter import ToolOptions
 from fastmcp_temporal.server.temporal.plugin import McpTasksPlugin
 from fastmcp_temporal.server.temporal.remote_plugin import RemoteMcpPlugin
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
@@ -41,6 +46,7 @@ __all__ = [
     "TasksClientExtension",
     "TemporalTasks",
     "TemporalTasksSettings",
+    "ToolOptions",
     "ToolTask",
     "WorkerVersioning",
     "call_tool_task",

@@ -4,13 +4,16 @@ A lone UTF-16 surrogate (``"\\ud800"`` in JSON) is valid JSON and a valid Python
 string, but no valid UTF-8: a task holding one could not be encoded. In tool
 arguments or in a ``tasks/update`` answer it is the client's error: ``-32602``
 naming the field, with nothing started or changed -- over streamable HTTP
-(raw JSON-RPC) and over FastMCP's in-memory transport. An answer that does not
-validate says which field is wrong and how.
+(raw JSON-RPC) and over FastMCP's in-memory transport. A client's mistake is
+not the server's error: a real server process's log shows no ERROR and no
+traceback for it. An answer that does not validate says which field is wrong and how.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +24,9 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task, update_task
+from fastmcp_temporal.testing import EmbeddedServer
 from tests.helpers import declares_elicitation
+from tests.processes.running import Process, free_port
 from tests.test_isolation_and_bad_input import (
     ACCEPT,
     assert_clean,
@@ -75,6 +80,53 @@ async def test_unstorable_arguments_are_invalid_params_over_http_and_start_nothi
     assert_clean(body)
     ids = await workflow_ids_on(temporal_client, task_queue, valid)
     assert len(ids) == 1 and ids[0].endswith(valid), ids
+
+
+async def test_unstorable_input_leaves_no_error_in_a_real_servers_log(
+    temporal_server: EmbeddedServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    """``mcp.run`` in its own process, as users run it: its whole output is read.
+
+    A lone surrogate in a tool argument and in a task id are answered ``-32602``
+    and create nothing; the log holds no ERROR line and no traceback (at most a
+    WARNING line: a client's mistake is not the server's error).
+    """
+    port = free_port()
+    args = ["--name", "bad-input", "--port", str(port), "--task-queue", task_queue]
+    args += ["--data-dir", str(tmp_path / "data")]
+    server = Process(
+        "bad-input",
+        [sys.executable, "-m", "tests.processes.embedded_server", *args],
+        {"TEMPORAL_ADDRESS": temporal_server.address, "COLUMNS": "1000"},
+        tmp_path / "server.log",
+    )
+    try:
+        await server.wait_for_port(port, timeout=90)
+        raw = RawMcp(f"http://127.0.0.1:{port}/mcp")
+        _, created = await raw.call(
+            "tools/call", {"name": "nap", "arguments": {"seconds": 0, "tag": f"a{LONE}"}}
+        )
+        _, read = await raw.call("tasks/get", {"taskId": f"a{LONE}"})
+        valid = await create(raw, "nap", {"seconds": 0, "tag": "fine"})
+        await wait_for(raw, valid, "completed")
+    finally:
+        server.stop()
+    assert created.get("error", {}).get("code") == -32602, created
+    assert "arguments.tag" in created["error"]["message"], created
+    assert read.get("error", {}).get("code") == -32602, read
+    ids = await workflow_ids_on(temporal_client, task_queue, valid)
+    assert len(ids) == 1 and ids[0].endswith(valid), ids
+    log = server.output()
+    assert "Starting MCP server 'bad-input'" in log, "the log is the server's: " + log[-2000:]
+    problems = [
+        line
+        for line in log.splitlines()
+        if "ERROR" in line or "Traceback" in line or "surrogates not allowed" in line
+    ]
+    assert problems == [], log[-5000:]
 
 
 async def test_an_unstorable_answer_is_invalid_params_over_http_and_changes_nothing(

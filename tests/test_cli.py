@@ -116,7 +116,8 @@ async def test_a_worker_joins_the_embedded_server_of_its_folder(tmp_path: Path) 
         worker = Process(
             "worker",
             [str(BIN / "fastmcp-temporal"), "worker", "server.py"],
-            {"TEMPORAL_ADDRESS": ""},
+            # Wide: the start-up line (FastMCP's rich handler) stays on one line.
+            {"TEMPORAL_ADDRESS": "", "COLUMNS": "1000"},
             tmp_path / "worker.log",
             cwd=tmp_path,
         )

@@ -20,6 +20,7 @@ from fastmcp import Client, FastMCP
 
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.server.embedded import shared
+from fastmcp_temporal.server.extension import startup_line
 from fastmcp_temporal.server.protocol import wire_production
 from fastmcp_temporal.testing import shared_temporal
 from tests.helpers import eventually
@@ -64,14 +65,25 @@ async def test_no_address_starts_and_stops_an_embedded_dev_server(
     assert shared.running(tmp_path) is None, "the last user gone: nothing left running"
 
 
-async def test_a_second_lifespan_joins_the_running_server(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+class Records(logging.Handler):
+    """Every record one logger emits, once (caplog's root handler sees only propagated ones)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+async def test_a_second_lifespan_joins_the_running_server(tmp_path: Path) -> None:
     """In one process, nested and in a row: one server, one start-up line."""
     first = TemporalTasks(data_dir=tmp_path, ui=False)
     second = TemporalTasks(data_dir=tmp_path, ui=False)
     again = echo_server(second)
-    with caplog.at_level(logging.INFO, logger="fastmcp_temporal"):
+    records = Records()
+    startup_line.logger.addHandler(records)
+    try:
         async with Client(echo_server(first)):
             queue, shared = first.task_queue, first.dev_server
             async with Client(again) as client:
@@ -79,7 +91,9 @@ async def test_a_second_lifespan_joins_the_running_server(
                 assert (await client.call_tool("echo", {"text": "joined"})).data == "joined"
         async with Client(again):
             assert second.dev_server == shared, "within the linger: reused"
-    hints = [r.message for r in caplog.records if "embedded Temporal at" in r.message]
+    finally:
+        startup_line.logger.removeHandler(records)
+    hints = [message for message in records.messages if "embedded Temporal at" in message]
     assert len(hints) == 1, hints
     assert "temporal workflow list" in hints[0] and "TEMPORAL_ADDRESS=127.0.0.1:" in hints[0]
     assert queue == "mcp-tasks-embedded", "on the embedded server: per server name"

@@ -20,11 +20,17 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
+from fastmcp_temporal._surface import MOVED
+
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = "fastmcp_temporal.server"
 
+#: The deprecated 0.1 paths (``server/codec.py`` ...): shims that forward to the
+#: moved modules, so above every part; ``fastmcp_temporal._surface`` lists them.
+SHIMS = tuple(sorted(old.rpartition(".")[2] for old in MOVED))
 #: Top floor first; a part may import the parts on the floors below its own.
 LAYERS: list[tuple[str, ...]] = [
+    SHIMS,
     ("cli",),  # the fastmcp-temporal command: worker, tasks, codec-server
     ("extension",),  # TemporalTasks: wires the parts below into FastMCP
     ("protocol", "payloads"),  # MCP requests -> tasks; payloads stored outside Temporal

@@ -1,8 +1,7 @@
 """Quotas: how many open tasks one caller may hold, overall and per tool."""
 
 # --8<-- [start:quotas]
-from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server.tasks.starter import ToolOptions
+from fastmcp_temporal import TemporalTasks, ToolOptions
 
 tasks = TemporalTasks(
     max_open_tasks_per_caller=5,  # all task tools together

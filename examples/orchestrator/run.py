@@ -27,10 +27,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from examples.orchestrator.client import triage  # noqa: E402
-from fastmcp_temporal.server.embedded.devserver import free_port  # noqa: E402
 
 #: Long enough for the first server to start the embedded Temporal.
 STARTUP_TIMEOUT_S = 90.0
+
+
+def free_port() -> int:
+    """A port nothing listens on now (the OS picks it): one per server to start."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def start(module: str, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:

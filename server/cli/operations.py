@@ -222,7 +222,6 @@ async def _main(args: argparse.Namespace) -> int:
             connection.resolve(**connection.overrides_from(args)),
             data_dir=args.data_dir,
             start=False,
-            announce=False,
             data_converter=task_data_converter(payload_storage=storage),
         )
         try:

@@ -84,15 +84,16 @@ class EmbeddedServer:
         except (OSError, ValueError, TypeError):
             return None
 
-    def hint(self) -> str:
-        """The one start-up line: where it is, and how to look at it by hand."""
-        binary = _shown_path(Path(temporal_binary()))
+    def where(self) -> str:
+        """For the start-up line: its address, its Web UI, its data directory."""
         ui = f"Web UI {self.ui_url}" if self.ui_url else "no Web UI"
-        return (
-            f"fastmcp-temporal: embedded Temporal at {self.address}, {ui} "
-            f"(data {_shown_path(Path(self.data_dir))}); "
-            f"try: TEMPORAL_ADDRESS={self.address} {binary} workflow list"
-        )
+        data = _shown_path(Path(self.data_dir))
+        return f"embedded Temporal at {self.address}, {ui} (data {data})"
+
+    def try_command(self) -> str:
+        """For the start-up line: how to look at its tasks by hand."""
+        binary = _shown_path(Path(temporal_binary()))
+        return f"TEMPORAL_ADDRESS={self.address} {binary} workflow list"
 
 
 @dataclass

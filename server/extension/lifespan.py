@@ -3,9 +3,10 @@
 In order: the payload store opens; the extension connects to its Temporal (or
 starts / joins the shared embedded one, see ``connection``); the task engine is
 built; the metrics are recorded; the MCP side is installed (``subscriptions/listen``,
-wire production, progress bridge); and, unless this server is a stateless front
+wire production, progress bridge); unless this server is a stateless front
 end, the in-process worker runs with the payload sweeper and, after an upgrade,
-a worker draining the previous queue. Everything unwinds in reverse when the
+a worker draining the previous queue; then the start-up line says where it all
+is (``startup_line``). Everything unwinds in reverse when the
 server stops, so the worker drains before the client goes away.
 """
 
@@ -31,6 +32,7 @@ from fastmcp_temporal.server.core import metrics, scope
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.settings import load_settings
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
+from fastmcp_temporal.server.extension import startup_line
 from fastmcp_temporal.server.extension.options import ExtensionOptions
 from fastmcp_temporal.server.payloads.payload_store import (
     PayloadStoreSettings,
@@ -137,6 +139,15 @@ async def running(
                 await stack.enter_async_context(
                     workers.serving_previous_queue(task_queue, Path(live.dev_server.data_dir))
                 )
+        startup_line.announce(
+            startup_line.startup_line(
+                client,
+                live.dev_server,
+                task_queue=task_queue,
+                run_worker=options.run_worker,
+                worker_only=options.worker_only,
+            )
+        )
         try:
             yield
         finally:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import os
 import re
 import sys
@@ -39,11 +38,8 @@ from temporalio.service import TLSConfig
 from fastmcp_temporal.server.embedded import shared
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 
-logger = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "default"
 _OS_MESSAGE = re.compile(r'message: "([^"]+)"')
-#: Embedded servers (by keeper PID) this process has logged its start-up line for.
-_announced: set[int] = set()
 
 
 @dataclass(frozen=True)
@@ -142,7 +138,6 @@ async def connect_or_join(
     data_dir: str | Path | None,
     start: bool,
     ui: bool = True,
-    announce: bool = True,
     data_converter: DataConverter,
     plugins: Sequence[Plugin] = (),
     runtime: Runtime | None = None,
@@ -150,9 +145,9 @@ async def connect_or_join(
     """Connect to the configured address, else join the data directory's embedded server.
 
     Joining holds a share of the embedded server until ``stack`` closes; only
-    ``start=True`` (the extension) may start it. With ``announce``, the first
-    join of a server in a process logs the one line that says where it is and
-    how to look at it (the ``tasks`` command keeps its output to the answer).
+    ``start=True`` (the extension) may start it. Saying where it is, is the
+    extension's start-up line (``server.extension.startup_line``), so the
+    ``tasks`` command keeps its output to the answer.
     """
     server: EmbeddedServer | None = None
     if settings.address is None:
@@ -170,9 +165,6 @@ async def connect_or_join(
                 "it, or another data directory"
             )
         settings = settings.for_embedded(server.address)
-        if announce and server.keeper_pid not in _announced:
-            _announced.add(server.keeper_pid)
-            logger.info(server.hint())
     client = await connect(
         settings, data_converter=data_converter, plugins=plugins, runtime=runtime
     )
