@@ -49,6 +49,7 @@ EVERY_LINE: dict[str, str] = {
     "test_metrics": "the MCP request metrics FastMCP's middleware reports",
     "test_remote_mcp": "remote MCP servers through the line's FastMCP Client transports",
     "test_examples": "the examples a user of the line runs",
+    "test_startup_line": "the start-up line through FastMCP's logger (get_logger, its handler)",
     "test_replay": "recorded histories decoded into the line's MCP types",
     "test_lines": "this list itself",
 }
