@@ -8,7 +8,7 @@ extension and, over HTTP, carry a routing header that names its task.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from fastmcp_temporal import _compat
 from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.core.wire import missing_capability
-from fastmcp_temporal.server.protocol import mrtr
+from fastmcp_temporal.server.protocol import mrtr, sync_calls
 from fastmcp_temporal.server.protocol.creation import create_task
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
@@ -64,13 +64,16 @@ async def route_tool_call(
     *,
     mrtr_first_tools: Collection[str],
     mrtr_window: timedelta,
+    durable_sync_calls: Callable[[str], bool],
 ) -> ToolCallOutcome:
     """Run this ``tools/call`` as a task, or pass it through.
 
     ``required`` always tasks (``-32021`` if the request did not opt in),
-    ``optional`` tasks only when this request opted in on the 2026-07-28
-    protocol, ``forbidden`` never does. Only the tool the client named is
-    tasked: a tool that middleware or another tool calls runs inline.
+    ``optional`` tasks when this request opted in on the 2026-07-28 protocol,
+    and otherwise runs as a task the request waits for (``sync_calls``) unless
+    ``durable_sync_calls(tool)`` is off; ``forbidden`` never does. Only the
+    tool the client named is tasked: a tool that middleware or another tool
+    calls runs inline.
     """
     from_client = _compat.is_client_tool_call()
     version_spec = extract_version_spec(params.meta)
@@ -102,7 +105,9 @@ async def route_tool_call(
             "the client did not declare it for this request."
         )
     if not opted_in:
-        return await call_next()
+        if not durable_sync_calls(tool.name):
+            return await call_next()
+        return await sync_calls.call_durably(engine, tool, params, context)
     resumed = tool.name in mrtr_first_tools and mrtr.is_ours(context.request_state)
     measured = metrics.request("tools/call") if resumed else metrics.creating(tool.name)
     with measured, temporal_busy_as_error("tools/call"):

@@ -1,0 +1,127 @@
+"""Durable synchronous calls: a ``tools/call`` without the tasks opt-in, run as a task.
+
+Most MCP hosts send plain ``tools/call`` requests. A ``task=True`` tool called
+that way used to run inline in the front end (as in ``fastmcp-tasks``): no
+workflow, lost with the process. Here such a call starts *the same task
+workflow* a task-augmented call starts (``creation.create_task``: validation,
+caller scope, idempotency key, quota, TTL, fairness, encryption, payload store,
+metrics), and the request stays open until the task ends, then answers with
+what the task holds:
+
+- ``completed``: its ``CallToolResult`` as it is (content, structured content,
+  ``isError`` and masking were decided by the leg, exactly as for a task);
+- ``failed``: its JSON-RPC error;
+- ``input_required``: on 2026-07-28 an MRTR ``InputRequiredResult`` whose
+  sealed ``requestState`` names the task (``mrtr.ask``); the client's next
+  ``tools/call`` with ``inputResponses`` and that state delivers the answers
+  as the task's signal and waits again -- one workflow for the whole exchange.
+  On 2025-11-25 that result type does not exist: the task is cancelled (no
+  client could ever answer it) and the client gets FastMCP's own error for a
+  tool that asks on that wire.
+- ``cancelled`` (by ``tasks/cancel`` or an operator): a ``ToolError``.
+
+The wait is ``task_watch.watch``: a long poll on the workflow's history, no
+``tasks/get`` polling. ``notifications/cancelled`` for the request cancels the
+task; a dropped connection (or a stopping front end) does not -- the work goes
+on, and a retry with the same ``Idempotency-Key`` attaches to it and answers its
+result without running the body again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import anyio
+import mcp_types
+from fastmcp.exceptions import ToolError
+from fastmcp.server.context import Context
+from fastmcp.server.extensions import ToolCallOutcome
+from fastmcp.tools.base import Tool, ToolResult
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from fastmcp_temporal import _compat
+from fastmcp_temporal.server.core import metrics
+from fastmcp_temporal.server.core.scope import task_scope
+from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
+from fastmcp_temporal.server.protocol import mrtr
+from fastmcp_temporal.server.protocol.creation import create_task
+from fastmcp_temporal.server.protocol.sync_progress import progress_token, relay_progress
+from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
+from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.tasks.task_watch import watch
+
+
+async def call_durably(
+    engine: TaskEngine, tool: Tool, params: mcp_types.CallToolRequestParams, context: Context
+) -> ToolCallOutcome:
+    """Start (or attach to, or answer) the call's task and answer with how it ended."""
+    scope = task_scope()
+    request_state = context.request_state
+    if request_state is not None and mrtr.is_ours(request_state):
+        with metrics.request("tools/call"), temporal_busy_as_error("tools/call"):
+            task_id = await mrtr.deliver(
+                engine, request_state, context.input_responses, scope=scope, tool_name=tool.name
+            )
+    else:
+        # Measured as a task's creation; the wait below is not part of it.
+        with metrics.creating(tool.name), temporal_busy_as_error("tools/call"):
+            created = await create_task(engine, tool, dict(params.arguments or {}), context)
+        task_id = created.task_id
+    with temporal_busy_as_error("tools/call"):
+        view = await _wait(engine, task_id, scope, context)
+        return await _answer(engine, view, scope, tool.name, context)
+
+
+async def _wait(
+    engine: TaskEngine, task_id: str, scope: str | None, context: Context
+) -> GetTaskResult:
+    """The task once it ends or asks, relaying its progress; cancelled if the client cancels."""
+    relay: asyncio.Task[None] | None = None
+    if progress_token(context) is not None:
+        workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
+        relay = asyncio.create_task(relay_progress(engine, workflow_id, context))
+    try:
+        async with contextlib.aclosing(watch(engine, task_id, scope)) as views:
+            async for view in views:
+                if view.status in TERMINAL_STATUSES or (
+                    view.status == "input_required" and view.input_requests
+                ):
+                    return view
+        raise AssertionError("a watch ends with a terminal task")  # pragma: no cover
+    except BaseException:
+        if _compat.peer_cancelled(context):
+            # The client cancelled this request: the task is its work, cancel it too.
+            with anyio.CancelScope(shield=True):
+                await engine.cancel(task_id, scope)
+        raise
+    finally:
+        if relay is not None:
+            relay.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await relay
+
+
+async def _answer(
+    engine: TaskEngine, view: GetTaskResult, scope: str | None, tool_name: str, context: Context
+) -> ToolCallOutcome:
+    if view.status == "completed" and view.result is not None:
+        return ToolResult.from_mcp_result(mcp_types.CallToolResult.model_validate(view.result))
+    if view.status == "failed":
+        error = view.error or {}
+        raise MCPError(
+            code=int(error.get("code", mcp_types.INTERNAL_ERROR)),
+            message=str(error.get("message", view.status_message or "Task failed")),
+            data=error.get("data"),
+        )
+    if view.status == "input_required":
+        request_context = context.request_context
+        if request_context is None or request_context.protocol_version not in (
+            MODERN_PROTOCOL_VERSIONS
+        ):
+            # Nobody can answer it on this wire: end it rather than leave it parked
+            # until its TTL; FastMCP then answers as for an inline call that asks.
+            await engine.cancel(view.task_id, scope)
+        return mrtr.ask(view, scope=scope, tool_name=tool_name)
+    raise ToolError(f"The task running this call of {tool_name!r} was cancelled")
