@@ -107,7 +107,7 @@ async def route_tool_call(
     if not opted_in:
         if not durable_sync_calls(tool.name):
             return await call_next()
-        return await sync_calls.call_durably(engine, tool, params, context)
+        return await sync_calls.call_durably(engine, tool, params, context, call_next)
     resumed = tool.name in mrtr_first_tools and mrtr.is_ours(context.request_state)
     measured = metrics.request("tools/call") if resumed else metrics.creating(tool.name)
     with measured, temporal_busy_as_error("tools/call"):

@@ -36,17 +36,19 @@ import anyio
 import mcp_types
 from fastmcp.exceptions import ToolError
 from fastmcp.server.context import Context
-from fastmcp.server.extensions import ToolCallOutcome
+from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
 from fastmcp.tools.base import Tool, ToolResult
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.core.scope import task_scope
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol import mrtr
 from fastmcp_temporal.server.protocol.creation import create_task
+from fastmcp_temporal.server.protocol.live_request import needs_live_request
 from fastmcp_temporal.server.protocol.sync_progress import progress_token, relay_progress
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
@@ -54,9 +56,18 @@ from fastmcp_temporal.server.tasks.task_watch import watch
 
 
 async def call_durably(
-    engine: TaskEngine, tool: Tool, params: mcp_types.CallToolRequestParams, context: Context
+    engine: TaskEngine,
+    tool: Tool,
+    params: mcp_types.CallToolRequestParams,
+    context: Context,
+    call_next: ToolCallContinuation,
 ) -> ToolCallOutcome:
-    """Start (or attach to, or answer) the call's task and answer with how it ended."""
+    """Start (or attach to, or answer) the call's task and answer with how it ended.
+
+    A body that needs the live request (``live_request``) runs inline instead.
+    """
+    if needs_live_request(await registered_component(context.fastmcp, tool)):
+        return await call_next()
     scope = task_scope()
     request_state = context.request_state
     if request_state is not None and mrtr.is_ours(request_state):
