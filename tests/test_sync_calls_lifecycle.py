@@ -24,6 +24,7 @@ from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
 
 from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.server.core.visibility import workflow_type
 from fastmcp_temporal.workflows.task_workflow import MEMO_KEY
 from tests.test_sync_calls import PlainClient, workflows
 from tests.wire import RawMcp
@@ -80,9 +81,14 @@ async def url(temporal_tasks: BuildTasks, legs: list[str]) -> AsyncIterator[str]
         yield server_url
 
 
-async def task_status(temporal_client: TemporalClient, task_queue: str) -> str | None:
-    """The status the one task on this queue last recorded (``None``: none yet)."""
-    found = await workflows(temporal_client, task_queue)
+async def task_status(
+    temporal_client: TemporalClient, task_queue: str, tool: str | None = None
+) -> str | None:
+    """The status the one task (of ``tool``) on this queue last recorded (``None``: none yet)."""
+    query = f"TaskQueue = '{task_queue}'"
+    if tool is not None:
+        query += f" AND WorkflowType = '{workflow_type(tool)}'"
+    found = [w.id async for w in temporal_client.list_workflows(query)]
     if not found:
         return None
     (workflow_id,) = found
@@ -122,11 +128,15 @@ async def test_a_dropped_connection_leaves_the_task_running(
 
 
 async def wait_status(
-    temporal_client: TemporalClient, task_queue: str, status: str, timeout: float = 15
+    temporal_client: TemporalClient,
+    task_queue: str,
+    status: str,
+    timeout: float = 15,
+    tool: str | None = None,
 ) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while (seen := await task_status(temporal_client, task_queue)) != status:
+    while (seen := await task_status(temporal_client, task_queue, tool)) != status:
         assert loop.time() < deadline, f"the task is {seen}, not {status}"
         await asyncio.sleep(0.1)
 
