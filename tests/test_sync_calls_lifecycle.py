@@ -167,3 +167,13 @@ async def test_a_question_on_the_handshake_wire_is_fastmcps_error_and_ends_the_t
             await client.call_tool_mcp("interview", {})
     assert "only exists at MCP 2026-07-28" in asked.value.error.message
     await wait_status(temporal_client, task_queue, "cancelled")
+
+
+async def test_a_question_the_client_cannot_answer_ends_the_task(
+    url: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """2026-07-28, no ``elicitation`` declared: FastMCP's client error, as inline; no owner left."""
+    async with PlainClient(url) as client:
+        with pytest.raises(MCPError, match="Elicitation not supported"):
+            await client.call_tool("interview", {})
+    await wait_status(temporal_client, task_queue, "cancelled")

@@ -15,9 +15,10 @@ what the task holds:
   sealed ``requestState`` names the task (``mrtr.ask``); the client's next
   ``tools/call`` with ``inputResponses`` and that state delivers the answers
   as the task's signal and waits again -- one workflow for the whole exchange.
-  On 2025-11-25 that result type does not exist: the task is cancelled (no
-  client could ever answer it) and the client gets FastMCP's own error for a
-  tool that asks on that wire.
+  On 2025-11-25 that result type does not exist, and a client that declared
+  none of what the question needs cannot answer it: then the task is
+  cancelled (no owner is left to answer it) and the client gets what an
+  inline call that asks gets (FastMCP's error for the wire, or the result).
 - ``cancelled`` (by ``tasks/cancel`` or an operator): a ``ToolError``.
 
 The wait is ``task_watch.watch``: a long poll on the workflow's history, no
@@ -40,19 +41,24 @@ from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
 from fastmcp.tools.base import Tool, ToolResult
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from temporalio.service import RPCError
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.activities.input_capabilities import undeclared
 from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.core.scope import task_scope
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol import mrtr
-from fastmcp_temporal.server.protocol.creation import create_task
+from fastmcp_temporal.server.protocol.creation import create_task, declared_capabilities
 from fastmcp_temporal.server.protocol.live_request import needs_live_request
 from fastmcp_temporal.server.protocol.sync_progress import progress_token, relay_progress
-from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
+from fastmcp_temporal.server.protocol.temporal_busy import is_transient, temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
 from fastmcp_temporal.server.tasks.task_watch import watch
+
+#: How long the wait pauses after Temporal failed a read transiently.
+TRANSIENT_RETRY_S = 1.0
 
 
 async def call_durably(
@@ -80,8 +86,8 @@ async def call_durably(
         with metrics.creating(tool.name), temporal_busy_as_error("tools/call"):
             created = await create_task(engine, tool, dict(params.arguments or {}), context)
         task_id = created.task_id
+    view = await _wait(engine, task_id, scope, context)
     with temporal_busy_as_error("tools/call"):
-        view = await _wait(engine, task_id, scope, context)
         return await _answer(engine, view, scope, tool.name, context)
 
 
@@ -94,13 +100,7 @@ async def _wait(
         workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
         relay = asyncio.create_task(relay_progress(engine, workflow_id, context))
     try:
-        async with contextlib.aclosing(watch(engine, task_id, scope)) as views:
-            async for view in views:
-                if view.status in TERMINAL_STATUSES or (
-                    view.status == "input_required" and view.input_requests
-                ):
-                    return view
-        raise AssertionError("a watch ends with a terminal task")  # pragma: no cover
+        return await _until_answerable(engine, task_id, scope)
     except BaseException:
         if _compat.peer_cancelled(context):
             # The client cancelled this request: the task is its work, cancel it too.
@@ -112,6 +112,26 @@ async def _wait(
             relay.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await relay
+
+
+async def _until_answerable(engine: TaskEngine, task_id: str, scope: str | None) -> GetTaskResult:
+    """The task once it ended or asks; a Temporal that is briefly away only delays it.
+
+    The task exists and runs on without this request, so a transient failure of a
+    read is waited out (the client's own timeout or cancel bounds the wait).
+    """
+    while True:
+        try:
+            async with contextlib.aclosing(watch(engine, task_id, scope)) as views:
+                async for view in views:
+                    if view.status in TERMINAL_STATUSES or (
+                        view.status == "input_required" and view.input_requests
+                    ):
+                        return view
+        except RPCError as err:
+            if not is_transient(err):
+                raise
+            await asyncio.sleep(TRANSIENT_RETRY_S)
 
 
 async def _answer(
@@ -128,11 +148,14 @@ async def _answer(
         )
     if view.status == "input_required":
         request_context = context.request_context
-        if request_context is None or request_context.protocol_version not in (
-            MODERN_PROTOCOL_VERSIONS
-        ):
-            # Nobody can answer it on this wire: end it rather than leave it parked
-            # until its TTL; FastMCP then answers as for an inline call that asks.
+        modern = (
+            request_context is not None
+            and request_context.protocol_version in MODERN_PROTOCOL_VERSIONS
+        )
+        if not modern or undeclared(view.input_requests or {}, declared_capabilities(context)):
+            # Nobody can answer it (no MRTR on this wire, or a client that declared
+            # none of what it needs): end it rather than leave it parked, ownerless,
+            # until its TTL. The client gets what an inline call that asks gets.
             await engine.cancel(view.task_id, scope)
         return mrtr.ask(view, scope=scope, tool_name=tool_name)
     raise ToolError(f"The task running this call of {tool_name!r} was cancelled")

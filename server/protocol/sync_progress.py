@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 from fastmcp.server.context import Context
@@ -35,6 +36,8 @@ from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.task_records import describe_raw
 from fastmcp_temporal.server.tasks.task_watch import HistoryTail
 from fastmcp_temporal.workflows.models import LOCAL_LEG_PROGRESS_SIGNAL, LocalLegProgress
+
+logger = logging.getLogger(__name__)
 
 #: ``(progress, total, message)`` as ``notifications/progress`` carries it.
 Report = tuple[float, float | None, str | None]
@@ -61,11 +64,19 @@ async def relay_progress(engine: TaskEngine, workflow_id: str, context: Context)
             if waiting is None:
                 waiting = asyncio.ensure_future(tail.next_change())
             done, _ = await asyncio.wait({waiting}, timeout=HEARTBEAT_READ_S)
-            if waiting in done:
-                events, waiting = waiting.result(), None
-                reports = [await _signalled(engine, event) for event in events or []]
-            else:
-                reports = [await _heartbeat(engine, workflow_id)]
+            try:
+                if waiting in done:
+                    finished, waiting = waiting, None
+                    events = finished.result()
+                    if events == []:  # the run closed: the wait ends it in a moment
+                        await asyncio.sleep(HEARTBEAT_READ_S)
+                    reports = [await _signalled(engine, event) for event in events or []]
+                else:
+                    reports = [await _heartbeat(engine, workflow_id)]
+            except RPCError as err:  # progress is best effort: the next read may work
+                logger.debug("Reading the progress of %s failed: %s", workflow_id, err)
+                await asyncio.sleep(HEARTBEAT_READ_S)
+                continue
             for report in reports:
                 if report is not None and report != last:
                     last = report
