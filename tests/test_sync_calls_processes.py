@@ -4,6 +4,8 @@
   on the worker anyway, and the client's retry with the same
   ``Idempotency-Key``, on a new front end, attaches to it and answers its
   result: the body ran once (its run files count).
+- The worker running the leg is killed mid-wait: the leg runs again on another
+  worker and the waiting request answers its result.
 - A host's local server over stdio (a FastMCP ``Client`` without the tasks
   extension, ``StdioTransport``): the call is a workflow and answers its
   result; ``notifications/cancelled`` over stdio cancels the task.
@@ -13,17 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from fastmcp.client.transports import StdioTransport
+from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
 
-from fastmcp_temporal import DevServer
+from fastmcp_temporal import DevServer, McpTasksPlugin
 from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_HEADER
 from fastmcp_temporal.server.embedded.devserver import free_port
+from tests import helpers
 from tests.helpers import ROOT, eventually, kill, spawn, spawn_worker
+from tests.processes.crash_server import mcp as crash_server
 from tests.test_chaos import _wait_for_http
 from tests.test_sync_calls import PlainClient, count_workflows
 from tests.test_sync_calls_lifecycle import wait_status
@@ -74,6 +82,31 @@ async def test_a_retry_after_the_front_end_died_attaches_to_the_task(
         if second is not None:
             kill(second)
         kill(worker)
+
+
+async def test_a_killed_worker_only_delays_the_answer(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    worker = spawn_worker(temporal_server.address, task_queue, "tests.processes.crash_server")
+    try:
+        served = helpers.front_end(temporal_client, task_queue, crash_server)
+        async with run_server_async(served) as url, PlainClient(url) as client:
+            params = {"marker_dir": str(tmp_path)}
+            call = asyncio.create_task(client.call_tool("record_and_wait", params))
+            await eventually(lambda: len(list(tmp_path.glob("run-*"))) == 1, timeout=60)
+            kill(worker)
+            (tmp_path / "release").write_text("")
+            async with Worker(
+                temporal_client,
+                task_queue=task_queue,
+                plugins=[McpTasksPlugin(crash_server)],
+                max_heartbeat_throttle_interval=timedelta(seconds=1),
+            ):
+                result = await asyncio.wait_for(call, timeout=60)
+    finally:
+        kill(worker)
+    assert result.data == f"finished in {os.getpid()}"  # the leg's second run, here
+    assert len(list(tmp_path.glob("run-*"))) == 2
 
 
 def stdio(temporal_server: DevServer, task_queue: str) -> StdioTransport:
