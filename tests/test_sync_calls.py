@@ -43,7 +43,7 @@ class PlainClient(Client):  # type: ignore[type-arg]
 
 
 MODES = ["legacy", "auto"]  # 2025-11-25 and 2026-07-28
-TWINS = ("report", "fails", "crashes", "refuses", "steps")
+TWINS = ("report", "fails", "crashes", "refuses", "steps", "short_steps")
 
 
 class Report(BaseModel):
@@ -77,6 +77,9 @@ def tools(mcp: FastMCP, runs: list[str], suffix: str) -> None:
             await ctx.report_progress(step, count, f"step {step}")
             await asyncio.sleep(1.5)  # past the heartbeat throttle: each report is seen
         return "done"
+
+    # A short tool (a timeout under 30 s): its legs are local, its progress is signals.
+    mcp.tool(name=f"short_steps{suffix}", task=True, timeout=20)(steps)
 
 
 def build(extension: TemporalTasks, runs: list[str], **server: Any) -> FastMCP:
@@ -190,9 +193,10 @@ async def test_nested_calls_run_inline_inside_the_durable_call(
     assert await count_workflows(temporal_client, task_queue, 1) == 1
 
 
+@pytest.mark.parametrize("tool", ["steps", "short_steps"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_progress_reaches_the_client_in_order(url: str, mode: str) -> None:
-    for name in ("steps", "steps_inline"):
+async def test_progress_reaches_the_client_in_order(url: str, mode: str, tool: str) -> None:
+    for name in (tool, f"{tool}_inline"):
         seen: list[tuple[float, float | None, str | None]] = []
 
         async def on_progress(
