@@ -21,6 +21,7 @@ import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.utilities.tests import run_server_async
+from mcp import Client as SdkClient
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 from temporalio.client import Client as TemporalClient
@@ -232,3 +233,21 @@ async def test_an_idempotency_key_attaches_to_the_calls_task(
     assert wire(first) == wire(again)
     assert runs == ["report"]  # the retry read the task's result; the body ran once
     assert await count_workflows(temporal_client, task_queue, 1) == 1
+
+
+async def test_the_mcp_sdks_own_client_gets_the_inline_result(
+    url: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """The MCP Python SDK's ``Client`` (no FastMCP on the client side), with progress."""
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async with SdkClient(url) as client:
+        durable = await client.call_tool("report", {"topic": "sdk"})
+        inline = await client.call_tool("report_inline", {"topic": "sdk"})
+        await client.call_tool("steps", {"count": 2}, progress_callback=on_progress)
+    assert wire(durable) == wire(inline)
+    assert seen == [1.0, 2.0]
+    assert await count_workflows(temporal_client, task_queue, 2) == 2
