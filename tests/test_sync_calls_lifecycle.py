@@ -5,8 +5,11 @@
 - a connection that drops mid-wait leaves the task running to ``completed``;
 - a question on 2026-07-28 comes back as MRTR, the client's next round
   delivers the answer to the same task (one workflow), and a second question
-  in a later leg takes another round; on 2025-11-25 the task is cancelled and
-  the client gets FastMCP's own error for a tool that asks on that wire.
+  in a later leg takes another round; on 2025-11-25 each question is a live
+  elicitation on the open call, answered into the same task;
+- a client that cannot answer (2025-11-25 without an elicitation handler,
+  2026-07-28 without the capability) gets what an inline call gets, and the
+  task is cancelled.
 """
 
 from __future__ import annotations
@@ -141,16 +144,18 @@ async def wait_status(
         await asyncio.sleep(0.1)
 
 
-async def test_questions_are_mrtr_rounds_of_one_task(
-    url: str, legs: list[str], temporal_client: TemporalClient, task_queue: str
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_questions_are_rounds_of_one_task(
+    url: str, mode: str, legs: list[str], temporal_client: TemporalClient, task_queue: str
 ) -> None:
+    """2026-07-28: MRTR rounds; 2025-11-25: live elicitations on the open call."""
     asked: list[str] = []
 
     async def answer(message: str, response_type: Any, params: Any, context: Any) -> Any:
         asked.append(message)
         return {"name": "Ada" if message == "Your name?" else "Rex"}
 
-    async with PlainClient(url, elicitation_handler=answer) as client:
+    async with PlainClient(url, mode=mode, elicitation_handler=answer) as client:  # type: ignore[arg-type]
         result = await client.call_tool("interview", {})
     assert result.data == "Ada+Rex"
     assert asked == ["Your name?", "And your pet's name?"]

@@ -15,10 +15,12 @@ what the task holds:
   sealed ``requestState`` names the task (``mrtr.ask``); the client's next
   ``tools/call`` with ``inputResponses`` and that state delivers the answers
   as the task's signal and waits again -- one workflow for the whole exchange.
-  On 2025-11-25 that result type does not exist, and a client that declared
-  none of what the question needs cannot answer it: then the task is
-  cancelled (no owner is left to answer it) and the client gets what an
-  inline call that asks gets (FastMCP's error for the wire, or the result).
+  On 2025-11-25, which has no MRTR result, a client that declared what the
+  question needs is asked live on the open request (``sync_questions``) and
+  its answers go to the task. A client that cannot answer (2025-11-25 without
+  the capability, or a 2026-07-28 client that declared none of what the
+  question needs): the task is cancelled (no owner is left to answer it) and
+  the client gets what an inline call that asks gets.
 - ``cancelled`` (by ``tasks/cancel`` or an operator): a ``ToolError``.
 
 The wait is ``task_watch.watch``: a long poll on the workflow's history, no
@@ -32,6 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
+from typing import Any
 
 import anyio
 import mcp_types
@@ -53,6 +57,7 @@ from fastmcp_temporal.server.protocol import mrtr
 from fastmcp_temporal.server.protocol.creation import create_task, declared_capabilities
 from fastmcp_temporal.server.protocol.live_request import needs_live_request
 from fastmcp_temporal.server.protocol.sync_progress import progress_token, relay_progress
+from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient, temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
 from fastmcp_temporal.server.tasks.task_watch import watch
@@ -86,9 +91,29 @@ async def call_durably(
         with metrics.creating(tool.name), temporal_busy_as_error("tools/call"):
             created = await create_task(engine, tool, dict(params.arguments or {}), context)
         task_id = created.task_id
-    view = await _wait(engine, task_id, scope, context)
+    while True:
+        view = await _wait(engine, task_id, scope, context)
+        questions = view.input_requests or {}
+        if view.status != "input_required" or not can_ask_live(context, questions):
+            break
+        # 2025-11-25: asked live on this request, answered into the task; then wait again.
+        answers = await _cancelling_on_failure(engine, task_id, scope, ask_live(context, questions))
+        with temporal_busy_as_error("tasks/update"):
+            await engine.update(task_id, scope, answers)
     with temporal_busy_as_error("tools/call"):
         return await _answer(engine, view, scope, tool.name, context)
+
+
+async def _cancelling_on_failure(
+    engine: TaskEngine, task_id: str, scope: str | None, asking: Awaitable[dict[str, Any]]
+) -> dict[str, Any]:
+    """The client's answers; a client that fails or refuses to answer leaves no parked task."""
+    try:
+        return await asking
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await engine.cancel(task_id, scope)
+        raise
 
 
 async def _wait(
