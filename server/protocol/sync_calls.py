@@ -97,7 +97,8 @@ async def call_durably(
         if view.status != "input_required" or not can_ask_live(context, questions):
             break
         # 2025-11-25: asked live on this request, answered into the task; then wait again.
-        answers = await _cancelling_on_failure(engine, task_id, scope, ask_live(context, questions))
+        asking = ask_live(context, questions)
+        answers = await _cancelling_on_failure(engine, task_id, scope, context, asking)
         with temporal_busy_as_error("tasks/update"):
             await engine.update(task_id, scope, answers)
     with temporal_busy_as_error("tools/call"):
@@ -105,14 +106,23 @@ async def call_durably(
 
 
 async def _cancelling_on_failure(
-    engine: TaskEngine, task_id: str, scope: str | None, asking: Awaitable[dict[str, Any]]
+    engine: TaskEngine,
+    task_id: str,
+    scope: str | None,
+    context: Context,
+    asking: Awaitable[dict[str, Any]],
 ) -> dict[str, Any]:
-    """The client's answers; a client that fails or refuses to answer leaves no parked task."""
+    """The client's answers; a client that fails, refuses or cancels leaves no parked task.
+
+    A connection that drops while asked (or a front end that stops) leaves the
+    task parked: a retry with the call's idempotency key attaches and asks again.
+    """
     try:
         return await asking
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await engine.cancel(task_id, scope)
+    except BaseException as err:
+        if not isinstance(err, asyncio.CancelledError) or _compat.peer_cancelled(context):
+            with anyio.CancelScope(shield=True):
+                await engine.cancel(task_id, scope)
         raise
 
 
@@ -162,6 +172,7 @@ async def _until_answerable(engine: TaskEngine, task_id: str, scope: str | None)
 async def _answer(
     engine: TaskEngine, view: GetTaskResult, scope: str | None, tool_name: str, context: Context
 ) -> ToolCallOutcome:
+    """What the call answers for the task as ``view`` shows it (see the module docstring)."""
     if view.status == "completed" and view.result is not None:
         return ToolResult.from_mcp_result(mcp_types.CallToolResult.model_validate(view.result))
     if view.status == "failed":
