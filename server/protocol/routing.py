@@ -24,17 +24,20 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.core.wire import missing_capability
 from fastmcp_temporal.server.protocol import mrtr, sync_calls
 from fastmcp_temporal.server.protocol.creation import create_task
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.temporal.workflow_tools import spec_for
 
 if TYPE_CHECKING:
     import mcp_types
     from fastmcp.server.context import Context
     from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
+    from fastmcp.tools.base import Tool
 
 
 def check_task_request(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
@@ -56,6 +59,10 @@ def check_task_request(ctx: ServerRequestContext[Any, Any], task_id: str) -> Non
         )
 
 
+async def _is_workflow_tool(context: Context, tool: Tool) -> bool:
+    return spec_for(await registered_component(context.fastmcp, tool)) is not None
+
+
 async def route_tool_call(
     engine: TaskEngine,
     params: mcp_types.CallToolRequestParams,
@@ -71,7 +78,8 @@ async def route_tool_call(
     ``required`` always tasks (``-32021`` if the request did not opt in),
     ``optional`` tasks when this request opted in on the 2026-07-28 protocol,
     and otherwise runs as a task the request waits for (``sync_calls``) unless
-    ``durable_sync_calls(tool)`` is off; ``forbidden`` never does. Only the
+    ``durable_sync_calls(tool)`` is off -- as does a workflow tool, ``required``
+    only because it cannot run inline; ``forbidden`` never does. Only the
     tool the client named is tasked: a tool that middleware or another tool
     calls runs inline.
     """
@@ -100,6 +108,10 @@ async def route_tool_call(
             )
         return await call_next()
     if mode == "required" and not opted_in:
+        if durable_sync_calls(tool.name) and await _is_workflow_tool(context, tool):
+            # ``required`` only because it cannot run inline; a durable synchronous
+            # call services it without a ``CreateTaskResult``, so R4 does not apply.
+            return await sync_calls.call_durably(engine, tool, params, context, call_next)
         raise missing_capability(
             f"Tool {tool.name!r} requires the tasks extension ({TASKS_EXTENSION_ID}); "
             "the client did not declare it for this request."
