@@ -17,7 +17,10 @@ then polling it every ``--poll-ms`` until it is terminal (or as a row says).
   client (``subscriptions/listen`` right after ``tools/call``, done at the
   ``notifications/tasks`` frame that shows the task finished, result included),
   also for the short tool.
-  A synchronous ``tools/call`` over the same HTTP path is their floor.
+  A synchronous ``tools/call`` over the same HTTP path is their floor; a
+  ``tools/call`` of a ``task=True`` tool *without* the tasks extension is a
+  durable synchronous call (the task's workflow, answered at its end), also
+  for the short tool.
 - **raw engine** on the *same* dev server: plain ``temporalio`` client and
   worker, one workflow with one activity; also with a local activity, and with
   eager workflow start (and both). ``start_workflow`` is "create"; a row either
@@ -160,6 +163,15 @@ def echo_server(extension: Any, name: str = "bench", adaptive: bool = False) -> 
     async def echo_sync(text: str) -> str:
         return text
 
+    # task=True (optional): a client without the tasks extension gets a durable sync call.
+    @mcp.tool(task=TaskConfig(mode="optional", **fixed))
+    async def echo_plain(text: str) -> str:
+        return text
+
+    @mcp.tool(task=TaskConfig(mode="optional", **fixed), timeout=10)
+    async def echo_plain_short(text: str) -> str:
+        return text
+
     return mcp
 
 
@@ -185,6 +197,19 @@ def http_sync_call(wire: McpHttp) -> tuple[Create, Get]:
 
     async def create(i: int) -> Any:
         return await wire.result("tools/call", {"name": "echo_sync", "arguments": {"text": str(i)}})
+
+    async def get(result: Any) -> str:
+        return "completed"
+
+    return create, get
+
+
+def http_durable_sync_call(wire: McpHttp, tool: str) -> tuple[Create, Get]:
+    """A ``tools/call`` without the tasks extension: a task's workflow, answered at its end."""
+
+    async def create(i: int) -> Any:
+        params = {"name": tool, "arguments": {"text": str(i)}}
+        return await wire.result("tools/call", params, declare_tasks=False)
 
     async def get(result: Any) -> str:
         return "completed"
@@ -328,7 +353,7 @@ async def raw_systems(stack: AsyncExitStack, address: str, dev_pid: Callable[[],
         (RAW_START, False, False),
         ("raw engine: workflow + local activity", True, False),
         ("raw engine: workflow + activity, eager start", False, True),
-        ("raw engine: workflow + local activity, eager start", True, True),
+        (RAW_EAGER_LOCAL, True, True),
     ]:
         queue = f"raw-local-{local}-eager-{eager}"
         await stack.enter_async_context(
@@ -390,6 +415,8 @@ async def spec_client_systems(
         System(OURS_LISTEN, create, get, dev_pid, finish=listen),
         System(OURS_LISTEN_SHORT, create_short, get_short, dev_pid, finish=listen_short),
         System(HTTP_SYNC_FLOOR, *http_sync_call(wire), lambda: None),
+        System(OURS_DURABLE_SYNC, *http_durable_sync_call(wire, "echo_plain"), dev_pid),
+        System(OURS_DURABLE_SYNC_SHORT, *http_durable_sync_call(wire, "echo_plain_short"), dev_pid),
     ]
 
 
@@ -412,14 +439,21 @@ async def main(
         systems += await spec_client_systems(stack, data_dir, lambda: dev_pid)
         # 2. The raw engine on the same dev server.
         systems += await raw_systems(stack, extension.dev_server.address, lambda: dev_pid)
-        # 3. The peer: fastmcp-tasks on Docket, memory:// and Redis with AOF.
-        memory = await stack.enter_async_context(
-            Client(echo_server(TasksExtension(url="memory://")))
-        )
-        systems.append(System(PEER_MEMORY, *mcp_task_calls(memory, "echo"), lambda: None))
-        url, redis_pid = await stack.enter_async_context(redis_server(appendonly=True))
-        redis = await stack.enter_async_context(Client(echo_server(TasksExtension(url=url))))
-        systems.append(System(PEER_REDIS, *mcp_task_calls(redis, "echo"), lambda: redis_pid))
+
+        # 3. The peer: fastmcp-tasks on Docket, memory:// and Redis with AOF (started
+        # only when a row of it is measured: `--only` rows of ours need no redis-server).
+        def wanted(name: str) -> bool:
+            return not only or any(part in name for part in only)
+
+        if wanted(PEER_MEMORY):
+            memory = await stack.enter_async_context(
+                Client(echo_server(TasksExtension(url="memory://")))
+            )
+            systems.append(System(PEER_MEMORY, *mcp_task_calls(memory, "echo"), lambda: None))
+        if wanted(PEER_REDIS):
+            url, redis_pid = await stack.enter_async_context(redis_server(appendonly=True))
+            redis = await stack.enter_async_context(Client(echo_server(TasksExtension(url=url))))
+            systems.append(System(PEER_REDIS, *mcp_task_calls(redis, "echo"), lambda: redis_pid))
         if only:
             systems = [s for s in systems if any(part in s.name for part in only)]
 
@@ -456,6 +490,7 @@ async def main(
 
 
 RAW_START = "raw engine: workflow + activity"
+RAW_EAGER_LOCAL = "raw engine: workflow + local activity, eager start"
 PEER_MEMORY = "fastmcp-tasks, Docket memory://"
 PEER_REDIS = "fastmcp-tasks, Redis (AOF on)"
 OURS = "fastmcp-temporal (embedded dev server)"
@@ -465,8 +500,18 @@ OURS_LISTEN = "fastmcp-temporal, HTTP listening client (`subscriptions/listen`)"
 OURS_LISTEN_SHORT = "fastmcp-temporal, HTTP listening client, a short tool (local legs)"
 SYNC_FLOOR = "FastMCP synchronous `tools/call`, no task (the MCP path alone)"
 HTTP_SYNC_FLOOR = "FastMCP synchronous `tools/call` over HTTP, no task (the HTTP path alone)"
+OURS_DURABLE_SYNC = "fastmcp-temporal, HTTP client without the tasks extension (durable sync call)"
+OURS_DURABLE_SYNC_SHORT = "fastmcp-temporal, durable sync call, a short tool (local legs)"
 #: Our rows, each set against the best raw row and the best raw row polled like MCP clients poll.
-OURS_ROWS = (OURS, OURS_LOCAL, OURS_POLL_INTERVAL, OURS_LISTEN, OURS_LISTEN_SHORT)
+OURS_ROWS = (
+    OURS,
+    OURS_LOCAL,
+    OURS_POLL_INTERVAL,
+    OURS_LISTEN,
+    OURS_LISTEN_SHORT,
+    OURS_DURABLE_SYNC,
+    OURS_DURABLE_SYNC_SHORT,
+)
 
 
 def print_ratios(
@@ -494,6 +539,15 @@ def print_ratios(
                     f"| throughput {name} / {best} | {concurrency} | "
                     f"{ours:.1f} / {raw:.1f} = **{ours / raw:.2f} x** |"
                 )
+        if (eager_local := RAW_EAGER_LOCAL) in at:
+            floor = pct(at[eager_local].run.e2e, 0.5)
+            for name in (OURS_DURABLE_SYNC, OURS_DURABLE_SYNC_SHORT):
+                if name in at:
+                    ours = pct(at[name].run.e2e, 0.5)
+                    print(
+                        f"| end to end p50 {name} - {eager_local} (target <= 10 ms) | "
+                        f"{concurrency} | {ours:.1f} - {floor:.1f} = **{ours - floor:+.1f} ms** |"
+                    )
         if RAW_START not in at:
             continue
         start = pct(at[RAW_START].run.creates, 0.5)

@@ -29,12 +29,13 @@ class McpHttp:
         self.url, self.http, self._ids = url, http, itertools.count(1)
 
     def _request(
-        self, method: str, params: dict[str, Any]
+        self, method: str, params: dict[str, Any], declare_tasks: bool = True
     ) -> tuple[dict[str, Any], dict[str, str]]:
         params = dict(params)
+        capabilities: dict[str, Any] = {"extensions": {TASKS: {}}} if declare_tasks else {}
         params["_meta"] = {
             "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-            "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
             "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
         }
         headers = {
@@ -48,9 +49,14 @@ class McpHttp:
         body = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
         return body, headers
 
-    async def result(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """One request; its JSON-RPC result (an error raises)."""
-        body, headers = self._request(method, params)
+    async def result(
+        self, method: str, params: dict[str, Any], *, declare_tasks: bool = True
+    ) -> dict[str, Any]:
+        """One request; its JSON-RPC result (an error raises).
+
+        ``declare_tasks=False``: a client without the tasks extension, as most hosts are.
+        """
+        body, headers = self._request(method, params, declare_tasks)
         response = await self.http.post(self.url, json=body, headers=headers)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             lines = [line for line in response.text.splitlines() if line.startswith("data:")]

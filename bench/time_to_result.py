@@ -103,7 +103,7 @@ def timing_close_wakes() -> Iterator[None]:
     the long poll's wake and history read, the answer's trip to this process)
     and ours (decoding the final task, the frame, the stream, the client).
     """
-    tail = task_watch._HistoryTail
+    tail = task_watch.HistoryTail
     current = tail.next_change
 
     async def next_change(self: Any) -> list[HistoryEvent] | None:

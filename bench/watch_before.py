@@ -38,7 +38,7 @@ async def watch_reading_every_wake(
     current = seen if seen is not None else await engine.get(task_id, scope)
     if seen is None:
         yield current
-    history = task_watch._HistoryTail(engine, workflow_id_for(task_id, scope))
+    history = task_watch.HistoryTail(engine, workflow_id_for(task_id, scope))
     waiting: asyncio.Task[object] | None = None
     try:
         while not task_watch.is_terminal(current):

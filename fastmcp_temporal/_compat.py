@@ -102,6 +102,25 @@ def is_client_tool_call() -> bool:
     return _fastmcp_is_client_tool_call()
 
 
+def peer_cancelled(context: Context) -> bool:
+    """Whether the client sent ``notifications/cancelled`` for this request.
+
+    Why: a durable synchronous call must cancel its task when the client cancels
+    the request, and only then -- a dropped connection (or a server shutting
+    down) cancels the handler the same way but must leave the task running. The
+    SDK keeps the difference in its dispatch context's ``cancel_requested``
+    event, reachable only through ``ServerSession._request_outbound`` (FastMCP's
+    wrapper keeps the SDK context as ``_srctx``). Delete when FastMCP's
+    ``Context`` or the SDK's ``ServerRequestContext`` exposes ``cancel_requested``.
+    """
+    request_context = context.request_context
+    if request_context is None:
+        return False
+    outbound = getattr(request_context._srctx.session, "_request_outbound", None)
+    event = getattr(outbound, "cancel_requested", None)
+    return bool(event is not None and event.is_set())
+
+
 # -- argument validation, as the synchronous tools/call does it ----------------
 
 
@@ -283,6 +302,7 @@ __all__ = [
     "mounted_origin",
     "parse_tool_result",
     "pass_task_results_through",
+    "peer_cancelled",
     "registered_extension",
     "resolve_param_hints",
     "restore_request_identity",

@@ -956,6 +956,9 @@ async def wires(
                 client=temporal_client,
                 task_queue=f"parity-{run}-{int(mask)}",
                 data_dir=tmp_path_factory.mktemp("parity-payloads"),
+                # The call without the opt-in is the *inline* one this file compares
+                # a task with; durable synchronous calls are tasks themselves.
+                durable_sync_calls=False,
             )
         )
     async with (

@@ -192,7 +192,8 @@ async def test_required_tool_without_opt_in_is_missing_capability(raw: RawMcp) -
     assert body["error"]["data"] == {"requiredCapabilities": {"extensions": {TASKS: {}}}}
 
 
-async def test_optional_tool_without_opt_in_runs_inline(raw: RawMcp) -> None:
+async def test_optional_tool_without_opt_in_answers_with_its_result(raw: RawMcp) -> None:
+    """A durable synchronous call (``tests/test_sync_calls.py``): the result, not a task."""
     _, body = await raw.call(
         "tools/call", {"name": "hello", "arguments": {"name": "Ada"}}, declare_tasks=False
     )

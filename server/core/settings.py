@@ -161,6 +161,16 @@ class TemporalTasksSettings(BaseSettings):
             "or a hook choosing key and weight."
         ),
     ] = True
+    durable_sync_calls: Annotated[
+        bool,
+        Field(
+            description="Run a `tools/call` of a `task=True` tool from a client that did not "
+            "opt in to the tasks extension as a task's workflow and answer it when the task "
+            "ends (`false`: inline in the front end, as `fastmcp-tasks` does). "
+            "`TemporalTasks(durable_sync_calls=...)` and `ToolOptions(durable_sync_calls=...)` "
+            "override it."
+        ),
+    ] = True
     metrics_port: Annotated[
         int | None,
         Field(

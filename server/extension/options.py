@@ -66,6 +66,7 @@ class ExtensionOptions:
     fairness: bool | FairnessHook | None
     metrics: metrics.MetricsEndpoint | None
     max_open_tasks_per_caller: int | None
+    durable_sync_calls: bool
 
     @classmethod
     def resolve(
@@ -103,6 +104,7 @@ class ExtensionOptions:
         metrics_port: int | None,
         metrics_host: str | None,
         max_open_tasks_per_caller: int | None,
+        durable_sync_calls: bool | None,
     ) -> ExtensionOptions:
         """The arguments checked (``ValueError`` names the bad one), defaults filled in."""
         if ttl_ms <= 0:
@@ -160,6 +162,11 @@ class ExtensionOptions:
             fairness=fairness,
             metrics=endpoint,
             max_open_tasks_per_caller=max_open_tasks_per_caller,
+            durable_sync_calls=(
+                load_settings().durable_sync_calls
+                if durable_sync_calls is None
+                else durable_sync_calls
+            ),
         )
 
     def as_worker(

@@ -144,6 +144,13 @@ class TemporalTasks(ServerExtension):
             or a factory of ``fastmcp.Client``) that workflow tools call with
             ``remote(name)``; they stay on the worker, out of history. See
             ``docs/guides/remote-mcp.md``.
+        durable_sync_calls: A ``tools/call`` of a ``task=True`` tool from a client
+            that did not opt in to the tasks extension starts the same task
+            workflow and answers when the task ends (default ``True``, unless
+            ``FASTMCP_TEMPORAL_DURABLE_SYNC_CALLS=false``); ``False`` runs such
+            calls inline, as ``fastmcp-tasks`` does. Per tool:
+            ``ToolOptions(durable_sync_calls=...)``. See
+            ``fastmcp_temporal.server.protocol.sync_calls``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -184,6 +191,7 @@ class TemporalTasks(ServerExtension):
         metrics_host: str | None = None,
         max_open_tasks_per_caller: int | None = None,
         remote_servers: RemoteServers | None = None,
+        durable_sync_calls: bool | None = None,
     ) -> None:
         self._options = ExtensionOptions.resolve(
             client_given=client is not None,
@@ -218,6 +226,7 @@ class TemporalTasks(ServerExtension):
             metrics_port=metrics_port,
             metrics_host=metrics_host,
             max_open_tasks_per_caller=max_open_tasks_per_caller,
+            durable_sync_calls=durable_sync_calls,
         )
         self._client = client
         self._plugins = tuple(plugins)
@@ -277,7 +286,15 @@ class TemporalTasks(ServerExtension):
             call_next,
             mrtr_first_tools=self._options.mrtr_first_tools,
             mrtr_window=self._options.mrtr_window,
+            durable_sync_calls=self._durable_sync_calls,
         )
+
+    def _durable_sync_calls(self, tool_name: str) -> bool:
+        """Whether a call of ``tool_name`` without the opt-in runs as a task (the switches)."""
+        per_tool = self._options.tools.get(tool_name)
+        if per_tool is not None and per_tool.durable_sync_calls is not None:
+            return per_tool.durable_sync_calls
+        return self._options.durable_sync_calls
 
     # -- lifespan -------------------------------------------------------------
 

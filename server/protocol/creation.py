@@ -91,6 +91,10 @@ def _signature_probe(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
 
     hints = _compat.resolve_param_hints(fn)
     signature = inspect.signature(fn)
+    # Pydantic names the function in its errors ("validation error for call[<name>]"):
+    # the probe answers under the tool function's name, as the synchronous call does.
+    probe.__name__ = getattr(fn, "__name__", probe.__name__)
+    probe.__qualname__ = getattr(fn, "__qualname__", probe.__qualname__)
     probe.__signature__ = signature  # type: ignore[attr-defined]
     probe.__annotations__ = {
         name: hints.get(name, parameter.annotation)

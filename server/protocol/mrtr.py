@@ -91,7 +91,7 @@ async def first_round(
                 if view.status == "input_required" and view.input_requests:
                     if undeclared(view.input_requests, capabilities):
                         return _task_now(view)
-                    return _ask(view, created, scope=scope, tool_name=tool_name)
+                    return ask(view, scope=scope, tool_name=tool_name)
                 if view.status == "completed" and view.result is not None:
                     result = mcp_types.CallToolResult.model_validate(view.result)
                     return ToolResult.from_mcp_result(result)
@@ -100,14 +100,13 @@ async def first_round(
     return created
 
 
-def _ask(
-    view: GetTaskResult, created: CreateTaskResult, *, scope: str | None, tool_name: str
-) -> InputRequiredToolResult:
+def ask(view: GetTaskResult, *, scope: str | None, tool_name: str) -> InputRequiredToolResult:
+    """The task's questions as an ``InputRequiredResult`` whose ``requestState`` names it."""
     pending = PendingTask(
-        task_id=created.task_id,
+        task_id=view.task_id,
         scope=scope_digest(scope),
         tool=tool_name,
-        expires_at=time.time() + (created.ttl_ms or 0) / 1000,
+        expires_at=time.time() + (view.ttl_ms or 0) / 1000,
     )
     return InputRequiredToolResult(
         mcp_types.InputRequiredResult(
@@ -129,6 +128,25 @@ async def later_round(
     tool_name: str,
 ) -> CreateTaskResult:
     """Deliver round-2 answers to the task named by ``request_state``; answer with the task."""
+    task_id = await deliver(
+        engine, request_state, input_responses, scope=scope, tool_name=tool_name
+    )
+    return _task_now(await engine.get(task_id, scope))
+
+
+async def deliver(
+    engine: TaskEngine,
+    request_state: str,
+    input_responses: mcp_types.InputResponses | None,
+    *,
+    scope: str | None,
+    tool_name: str,
+) -> str:
+    """Check ``request_state`` is this caller's for this tool, signal the answers; the task id.
+
+    Anything forged, altered, expired, another caller's or another tool's is
+    ``-32602`` and signals nothing.
+    """
     try:
         pending = PendingTask.model_validate_json(request_state.removeprefix(_STATE_PREFIX))
     except ValidationError:
@@ -144,7 +162,7 @@ async def later_round(
         for key, response in (input_responses or {}).items()
     }
     await engine.update(pending.task_id, scope, responses)
-    return _task_now(await engine.get(pending.task_id, scope))
+    return pending.task_id
 
 
 def _task_now(view: GetTaskResult) -> CreateTaskResult:

@@ -8,7 +8,7 @@ extension and, over HTTP, carry a routing header that names its task.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -24,17 +24,20 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.core.wire import missing_capability
-from fastmcp_temporal.server.protocol import mrtr
+from fastmcp_temporal.server.protocol import mrtr, sync_calls
 from fastmcp_temporal.server.protocol.creation import create_task
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.temporal.workflow_tools import spec_for
 
 if TYPE_CHECKING:
     import mcp_types
     from fastmcp.server.context import Context
     from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
+    from fastmcp.tools.base import Tool
 
 
 def check_task_request(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
@@ -56,6 +59,10 @@ def check_task_request(ctx: ServerRequestContext[Any, Any], task_id: str) -> Non
         )
 
 
+async def _is_workflow_tool(context: Context, tool: Tool) -> bool:
+    return spec_for(await registered_component(context.fastmcp, tool)) is not None
+
+
 async def route_tool_call(
     engine: TaskEngine,
     params: mcp_types.CallToolRequestParams,
@@ -64,13 +71,17 @@ async def route_tool_call(
     *,
     mrtr_first_tools: Collection[str],
     mrtr_window: timedelta,
+    durable_sync_calls: Callable[[str], bool],
 ) -> ToolCallOutcome:
     """Run this ``tools/call`` as a task, or pass it through.
 
     ``required`` always tasks (``-32021`` if the request did not opt in),
-    ``optional`` tasks only when this request opted in on the 2026-07-28
-    protocol, ``forbidden`` never does. Only the tool the client named is
-    tasked: a tool that middleware or another tool calls runs inline.
+    ``optional`` tasks when this request opted in on the 2026-07-28 protocol,
+    and otherwise runs as a task the request waits for (``sync_calls``) unless
+    ``durable_sync_calls(tool)`` is off -- as does a workflow tool, ``required``
+    only because it cannot run inline; ``forbidden`` never does. Only the
+    tool the client named is tasked: a tool that middleware or another tool
+    calls runs inline.
     """
     from_client = _compat.is_client_tool_call()
     version_spec = extract_version_spec(params.meta)
@@ -97,12 +108,18 @@ async def route_tool_call(
             )
         return await call_next()
     if mode == "required" and not opted_in:
+        if durable_sync_calls(tool.name) and await _is_workflow_tool(context, tool):
+            # ``required`` only because it cannot run inline; a durable synchronous
+            # call services it without a ``CreateTaskResult``, so R4 does not apply.
+            return await sync_calls.call_durably(engine, tool, params, context, call_next)
         raise missing_capability(
             f"Tool {tool.name!r} requires the tasks extension ({TASKS_EXTENSION_ID}); "
             "the client did not declare it for this request."
         )
     if not opted_in:
-        return await call_next()
+        if not durable_sync_calls(tool.name):
+            return await call_next()
+        return await sync_calls.call_durably(engine, tool, params, context, call_next)
     resumed = tool.name in mrtr_first_tools and mrtr.is_ours(context.request_state)
     measured = metrics.request("tools/call") if resumed else metrics.creating(tool.name)
     with measured, temporal_busy_as_error("tools/call"):

@@ -83,6 +83,11 @@ class ToolOptions:
         max_open_tasks_per_caller: This tool's own quota: each caller may have
             this many open tasks of it, counted apart from the extension's
             ``max_open_tasks_per_caller`` (see ``server.tasks.quota``).
+        durable_sync_calls: Whether a ``tools/call`` of this tool from a client
+            that did not opt in to tasks runs as a task and waits for its end
+            (``server.protocol.sync_calls``). ``None``: the extension's
+            ``durable_sync_calls``; ``False``: inline, e.g. for a body that needs
+            the live request in a way the task cannot relay.
     """
 
     ttl_ms: int | None = None
@@ -90,6 +95,7 @@ class ToolOptions:
     local_legs: bool | None = None
     workflow_task_timeout: timedelta | None = None
     max_open_tasks_per_caller: int | None = None
+    durable_sync_calls: bool | None = None
 
     def __post_init__(self) -> None:
         if self.ttl_ms is not None and self.ttl_ms <= 0:

@@ -104,7 +104,7 @@ async def watch(
         yield current
     if is_terminal(current):
         return
-    history = _HistoryTail(engine, workflow_id_for(task_id, scope))
+    history = HistoryTail(engine, workflow_id_for(task_id, scope, engine.scope_secret))
     waiting: asyncio.Task[list[HistoryEvent] | None] | None = None
     try:
         while not is_terminal(current):
@@ -161,7 +161,7 @@ async def _completed_view(
     return poll_interval.adapt(engine.records.unless_expired(task_id, finished))
 
 
-class _HistoryTail:
+class HistoryTail:
     """Long polls on the end of a workflow's history, following continue-as-new.
 
     Every answer means "look again": the first ones hand back the events that

@@ -1,0 +1,197 @@
+"""Durable synchronous calls: a ``tools/call`` without the tasks opt-in, run as a task.
+
+Most MCP hosts send plain ``tools/call`` requests. A ``task=True`` tool called
+that way used to run inline in the front end (as in ``fastmcp-tasks``): no
+workflow, lost with the process. Here such a call starts *the same task
+workflow* a task-augmented call starts (``creation.create_task``: validation,
+caller scope, idempotency key, quota, TTL, fairness, encryption, payload store,
+metrics), and the request stays open until the task ends, then answers with
+what the task holds:
+
+- ``completed``: its ``CallToolResult`` as it is (content, structured content,
+  ``isError`` and masking were decided by the leg, exactly as for a task);
+- ``failed``: its JSON-RPC error;
+- ``input_required``: on 2026-07-28 an MRTR ``InputRequiredResult`` whose
+  sealed ``requestState`` names the task (``mrtr.ask``); the client's next
+  ``tools/call`` with ``inputResponses`` and that state delivers the answers
+  as the task's signal and waits again -- one workflow for the whole exchange.
+  On 2025-11-25, which has no MRTR result, a client that declared what the
+  question needs is asked live on the open request (``sync_questions``) and
+  its answers go to the task. A client that cannot answer (2025-11-25 without
+  the capability, or a 2026-07-28 client that declared none of what the
+  question needs): the task is cancelled (no owner is left to answer it) and
+  the client gets what an inline call that asks gets.
+- ``cancelled`` (by ``tasks/cancel`` or an operator): a ``ToolError``.
+
+The wait is ``task_watch.watch``: a long poll on the workflow's history, no
+``tasks/get`` polling. ``notifications/cancelled`` for the request cancels the
+task; a dropped connection (or a stopping front end) does not -- the work goes
+on, and a retry with the same ``Idempotency-Key`` attaches to it and answers its
+result without running the body again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from typing import Any
+
+import anyio
+import mcp_types
+from fastmcp.exceptions import ToolError
+from fastmcp.server.context import Context
+from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
+from fastmcp.tools.base import Tool, ToolResult
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from temporalio.service import RPCError
+
+from fastmcp_temporal import _compat
+from fastmcp_temporal.activities.input_capabilities import undeclared
+from fastmcp_temporal.activities.tool_leg import registered_component
+from fastmcp_temporal.server.core import metrics
+from fastmcp_temporal.server.core.scope import task_scope
+from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
+from fastmcp_temporal.server.protocol import mrtr
+from fastmcp_temporal.server.protocol.creation import create_task, declared_capabilities
+from fastmcp_temporal.server.protocol.live_request import needs_live_request
+from fastmcp_temporal.server.protocol.sync_progress import progress_token, relay_progress
+from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
+from fastmcp_temporal.server.protocol.temporal_busy import is_transient, temporal_busy_as_error
+from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.tasks.task_watch import watch
+
+#: How long the wait pauses after Temporal failed a read transiently.
+TRANSIENT_RETRY_S = 1.0
+
+
+async def call_durably(
+    engine: TaskEngine,
+    tool: Tool,
+    params: mcp_types.CallToolRequestParams,
+    context: Context,
+    call_next: ToolCallContinuation,
+) -> ToolCallOutcome:
+    """Start (or attach to, or answer) the call's task and answer with how it ended.
+
+    A body that needs the live request (``live_request``) runs inline instead.
+    """
+    if needs_live_request(await registered_component(context.fastmcp, tool)):
+        return await call_next()
+    scope = task_scope()
+    request_state = context.request_state
+    if request_state is not None and mrtr.is_ours(request_state):
+        with metrics.request("tools/call"), temporal_busy_as_error("tools/call"):
+            task_id = await mrtr.deliver(
+                engine, request_state, context.input_responses, scope=scope, tool_name=tool.name
+            )
+    else:
+        # Measured as a task's creation; the wait below is not part of it.
+        with metrics.creating(tool.name), temporal_busy_as_error("tools/call"):
+            created = await create_task(engine, tool, dict(params.arguments or {}), context)
+        task_id = created.task_id
+    while True:
+        view = await _wait(engine, task_id, scope, context)
+        questions = view.input_requests or {}
+        if view.status != "input_required" or not can_ask_live(context, questions):
+            break
+        # 2025-11-25: asked live on this request, answered into the task; then wait again.
+        asking = ask_live(context, questions)
+        answers = await _cancelling_on_failure(engine, task_id, scope, context, asking)
+        with temporal_busy_as_error("tasks/update"):
+            await engine.update(task_id, scope, answers)
+    with temporal_busy_as_error("tools/call"):
+        return await _answer(engine, view, scope, tool.name, context)
+
+
+async def _cancelling_on_failure(
+    engine: TaskEngine,
+    task_id: str,
+    scope: str | None,
+    context: Context,
+    asking: Awaitable[dict[str, Any]],
+) -> dict[str, Any]:
+    """The client's answers; a client that fails, refuses or cancels leaves no parked task.
+
+    A connection that drops while asked (or a front end that stops) leaves the
+    task parked: a retry with the call's idempotency key attaches and asks again.
+    """
+    try:
+        return await asking
+    except BaseException as err:
+        if not isinstance(err, asyncio.CancelledError) or _compat.peer_cancelled(context):
+            with anyio.CancelScope(shield=True):
+                await engine.cancel(task_id, scope)
+        raise
+
+
+async def _wait(
+    engine: TaskEngine, task_id: str, scope: str | None, context: Context
+) -> GetTaskResult:
+    """The task once it ends or asks, relaying its progress; cancelled if the client cancels."""
+    relay: asyncio.Task[None] | None = None
+    if progress_token(context) is not None:
+        workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
+        relay = asyncio.create_task(relay_progress(engine, workflow_id, context))
+    try:
+        return await _until_answerable(engine, task_id, scope)
+    except BaseException:
+        if _compat.peer_cancelled(context):
+            # The client cancelled this request: the task is its work, cancel it too.
+            with anyio.CancelScope(shield=True):
+                await engine.cancel(task_id, scope)
+        raise
+    finally:
+        if relay is not None:
+            relay.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await relay
+
+
+async def _until_answerable(engine: TaskEngine, task_id: str, scope: str | None) -> GetTaskResult:
+    """The task once it ended or asks; a Temporal that is briefly away only delays it.
+
+    The task exists and runs on without this request, so a transient failure of a
+    read is waited out (the client's own timeout or cancel bounds the wait).
+    """
+    while True:
+        try:
+            async with contextlib.aclosing(watch(engine, task_id, scope)) as views:
+                async for view in views:
+                    if view.status in TERMINAL_STATUSES or (
+                        view.status == "input_required" and view.input_requests
+                    ):
+                        return view
+        except RPCError as err:
+            if not is_transient(err):
+                raise
+            await asyncio.sleep(TRANSIENT_RETRY_S)
+
+
+async def _answer(
+    engine: TaskEngine, view: GetTaskResult, scope: str | None, tool_name: str, context: Context
+) -> ToolCallOutcome:
+    """What the call answers for the task as ``view`` shows it (see the module docstring)."""
+    if view.status == "completed" and view.result is not None:
+        return ToolResult.from_mcp_result(mcp_types.CallToolResult.model_validate(view.result))
+    if view.status == "failed":
+        error = view.error or {}
+        raise MCPError(
+            code=int(error.get("code", mcp_types.INTERNAL_ERROR)),
+            message=str(error.get("message", view.status_message or "Task failed")),
+            data=error.get("data"),
+        )
+    if view.status == "input_required":
+        request_context = context.request_context
+        modern = (
+            request_context is not None
+            and request_context.protocol_version in MODERN_PROTOCOL_VERSIONS
+        )
+        if not modern or undeclared(view.input_requests or {}, declared_capabilities(context)):
+            # Nobody can answer it (no MRTR on this wire, or a client that declared
+            # none of what it needs): end it rather than leave it parked, ownerless,
+            # until its TTL. The client gets what an inline call that asks gets.
+            await engine.cancel(view.task_id, scope)
+        return mrtr.ask(view, scope=scope, tool_name=tool_name)
+    raise ToolError(f"The task running this call of {tool_name!r} was cancelled")

@@ -1,0 +1,131 @@
+"""A durable synchronous call's progress, relayed as ``notifications/progress``.
+
+An inline call's ``report_progress`` reaches its client as
+``notifications/progress`` for the request's ``progressToken``. When the same
+call runs as a task, the body reports on a worker, where it lands in one of two
+places, and this relay reads both while the request waits:
+
+- a leg run as an activity puts its latest ``progress`` / ``total`` /
+  ``message`` in its heartbeat details (not history): read with a
+  ``describe`` every ``HEARTBEAT_READ_S``, and only for a request that
+  carries a ``progressToken`` (the worker sends a heartbeat at most once per
+  throttle interval, so reports closer than that are coalesced anyway);
+- a local leg signals its progress to its workflow (``mcp_leg_progress``),
+  which is history: read from a long poll on the history's tail, as it arrives.
+
+Only a change is relayed, in the order it was read, so the client sees the
+body's reports coalesced to at most about one a second and never out of order
+(``docs/differences.md``). A workflow tool's progress (its own memo) is not
+relayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from fastmcp.server.context import Context
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.service import RPCError
+
+from fastmcp_temporal.server.core.codec import PayloadDecryptionError
+from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.tasks.task_records import describe_raw
+from fastmcp_temporal.server.tasks.task_watch import HistoryTail
+from fastmcp_temporal.workflows.models import LOCAL_LEG_PROGRESS_SIGNAL, LocalLegProgress
+
+logger = logging.getLogger(__name__)
+
+#: ``(progress, total, message)`` as ``notifications/progress`` carries it.
+Report = tuple[float, float | None, str | None]
+#: Between two heartbeat reads: half the heartbeat throttle (1 s on the embedded
+#: worker), so reports at least ~1.5 s apart are each seen once.
+HEARTBEAT_READ_S = 0.5
+
+
+def progress_token(context: Context) -> str | int | None:
+    """The request's ``progressToken``: without one, an inline call sends no progress either."""
+    request_context = context.request_context
+    meta = request_context.meta if request_context is not None else None
+    token = (meta or {}).get("progressToken")
+    return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+
+async def relay_progress(engine: TaskEngine, workflow_id: str, context: Context) -> None:
+    """Send each new report of the task's body to the client, until cancelled."""
+    tail = HistoryTail(engine, workflow_id)
+    last: Report | None = None
+    waiting: asyncio.Task[list[HistoryEvent] | None] | None = None
+    try:
+        while True:
+            if waiting is None:
+                waiting = asyncio.ensure_future(tail.next_change())
+            done, _ = await asyncio.wait({waiting}, timeout=HEARTBEAT_READ_S)
+            try:
+                if waiting in done:
+                    finished, waiting = waiting, None
+                    events = finished.result()
+                    if events == []:  # the run closed: the wait ends it in a moment
+                        await asyncio.sleep(HEARTBEAT_READ_S)
+                    reports = [await _signalled(engine, event) for event in events or []]
+                else:
+                    reports = [await _heartbeat(engine, workflow_id)]
+            except RPCError as err:  # progress is best effort: the next read may work
+                logger.debug("Reading the progress of %s failed: %s", workflow_id, err)
+                await asyncio.sleep(HEARTBEAT_READ_S)
+                continue
+            for report in reports:
+                if report is not None and report != last:
+                    last = report
+                    await context.report_progress(*report)
+    finally:
+        if waiting is not None:
+            waiting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RPCError):
+                await waiting
+
+
+async def _signalled(engine: TaskEngine, event: HistoryEvent) -> Report | None:
+    """A local leg's progress signal among the new events."""
+    if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+        return None
+    attributes = event.workflow_execution_signaled_event_attributes
+    if attributes.signal_name != LOCAL_LEG_PROGRESS_SIGNAL or not attributes.input.payloads:
+        return None
+    try:
+        (report,) = await engine.client.data_converter.decode(
+            list(attributes.input.payloads)[:1], [LocalLegProgress]
+        )
+    except PayloadDecryptionError:
+        return None
+    return _report(report.progress, report.total, report.message)
+
+
+async def _heartbeat(engine: TaskEngine, workflow_id: str) -> Report | None:
+    """The running leg's latest progress, from its heartbeat details."""
+    raw = await describe_raw(engine.client, workflow_id, timeout=engine.query_timeout)
+    if raw is None or not raw.pending_activities:
+        return None
+    payloads = list(raw.pending_activities[0].heartbeat_details.payloads)
+    if not payloads:
+        return None
+    try:
+        (details,) = await engine.client.data_converter.decode(payloads[:1], [dict])
+    except PayloadDecryptionError:
+        return None
+    if not isinstance(details, dict):
+        return None
+    return _report(details.get("progress"), details.get("total"), details.get("message"))
+
+
+def _report(progress: Any, total: Any, message: Any) -> Report | None:
+    if not isinstance(progress, int | float) or isinstance(progress, bool):
+        return None  # a message alone: FastMCP sends none without a number either
+    return (
+        float(progress),
+        float(total) if isinstance(total, int | float) else None,
+        message if isinstance(message, str) else None,
+    )

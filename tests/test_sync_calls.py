@@ -1,0 +1,253 @@
+"""Durable synchronous calls (``server.protocol.sync_calls``, issue 27).
+
+A client that does not declare the tasks extension -- a FastMCP ``Client``
+without ``TasksClientExtension``, on 2025-11-25 (``mode="legacy"``) and
+2026-07-28 (``mode="auto"``), over streamable HTTP -- calls ``task=True`` tools.
+Each call runs as the task's workflow on the session's Temporal (the test's own
+queue shows it) and answers what the same body answers inline: every durable
+tool has a twin switched off with ``ToolOptions(durable_sync_calls=False)``, and
+both are compared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import mcp_types
+import pytest
+from fastmcp import Client, Context, FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.utilities.tests import run_server_async
+from mcp import Client as SdkClient
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
+from temporalio.client import Client as TemporalClient
+
+from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_META
+from fastmcp_temporal.server.tasks.starter import ToolOptions
+
+BuildTasks = Callable[..., TemporalTasks]
+
+
+class PlainClient(Client):  # type: ignore[type-arg]
+    """A FastMCP ``Client`` that declares no tasks extension, as hosts' clients do.
+
+    The suite makes every ``Client`` declare it (``tests/conftest.py``); FastMCP's
+    own ``ProxyClient`` turns that off the same way.
+    """
+
+    _auto_internal_extensions = False
+
+
+MODES = ["legacy", "auto"]  # 2025-11-25 and 2026-07-28
+TWINS = ("report", "fails", "crashes", "refuses", "steps", "short_steps")
+
+
+class Report(BaseModel):
+    topic: str
+    pages: int
+
+
+def tools(mcp: FastMCP, runs: list[str], suffix: str) -> None:
+    """The tools under test, registered as ``<name><suffix>`` (one body each)."""
+
+    @mcp.tool(name=f"report{suffix}", task=True)
+    async def report(topic: str, pages: int = 3) -> Report:
+        runs.append(f"report{suffix}")
+        return Report(topic=topic, pages=pages)
+
+    @mcp.tool(name=f"fails{suffix}", task=True)
+    async def fails() -> str:
+        raise ToolError("the archive is closed")
+
+    @mcp.tool(name=f"crashes{suffix}", task=True)
+    async def crashes() -> str:
+        raise RuntimeError("internal detail")
+
+    @mcp.tool(name=f"refuses{suffix}", task=True)
+    async def refuses() -> str:
+        raise MCPError(code=-32042, message="not today", data={"why": "closed"})
+
+    @mcp.tool(name=f"steps{suffix}", task=True)
+    async def steps(ctx: Context, count: int = 3) -> str:
+        for step in range(1, count + 1):
+            await ctx.report_progress(step, count, f"step {step}")
+            await asyncio.sleep(1.5)  # past the heartbeat throttle: each report is seen
+        return "done"
+
+    # A short tool (a timeout under 30 s): its legs are local, its progress is signals.
+    mcp.tool(name=f"short_steps{suffix}", task=True, timeout=20)(steps)
+
+
+def build(extension: TemporalTasks, runs: list[str], **server: Any) -> FastMCP:
+    mcp = FastMCP("sync", **server)
+    mcp.add_extension(extension)
+    tools(mcp, runs, "")
+    tools(mcp, runs, "_inline")
+
+    @mcp.tool(task=False)
+    async def plain() -> str:
+        return "never a task"
+
+    @mcp.tool(task=True)
+    async def outer(ctx: Context) -> str:
+        nested = await ctx.fastmcp.call_tool("report", {"topic": "nested"})
+        return f"{ctx.is_background_task}:{nested.structured_content}"
+
+    return mcp
+
+
+def extension(temporal_tasks: BuildTasks, **options: Any) -> TemporalTasks:
+    inline = {f"{name}_inline": ToolOptions(durable_sync_calls=False) for name in TWINS}
+    return temporal_tasks(tools=inline, **options)
+
+
+@pytest.fixture
+def runs() -> list[str]:
+    """Each body run of a ``report`` tool, by tool name."""
+    return []
+
+
+@pytest.fixture
+async def url(temporal_tasks: BuildTasks, runs: list[str]) -> AsyncIterator[str]:
+    served = build(extension(temporal_tasks), runs, mask_error_details=True)
+    async with run_server_async(served) as server_url:
+        yield server_url
+
+
+async def workflows(temporal_client: TemporalClient, task_queue: str) -> list[str]:
+    """The task workflows started on this test's queue so far (visibility is eventual)."""
+    query = f"TaskQueue = '{task_queue}'"
+    return [w.id async for w in temporal_client.list_workflows(query)]
+
+
+async def count_workflows(
+    temporal_client: TemporalClient, task_queue: str, expected: int, timeout: float = 10
+) -> int:
+    """How many workflows the queue has once it reached ``expected`` (or ``timeout`` passed)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        found = len(await workflows(temporal_client, task_queue))
+        if found >= expected or loop.time() > deadline:
+            return found
+        await asyncio.sleep(0.2)
+
+
+def wire(result: mcp_types.CallToolResult) -> dict[str, Any]:
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_results_equal_the_inline_ones_and_each_call_is_a_workflow(
+    url: str, mode: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    async with PlainClient(url, mode=mode) as client:  # type: ignore[arg-type]
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        for name, arguments in [("report", {"topic": "tides"}), ("fails", {}), ("crashes", {})]:
+            durable = await client.call_tool_mcp(name, arguments)
+            inline = await client.call_tool_mcp(f"{name}_inline", arguments)
+            shown = json.dumps(wire(inline)).replace(f"{name}_inline", name)
+            assert wire(durable) == json.loads(shown), name
+        typed = await client.call_tool("report", {"topic": "tides", "pages": "7"})
+        assert typed.data == Report(topic="tides", pages=7) or typed.data.pages == 7
+        # A raised MCPError fails a task; the call answers that error (inline FastMCP
+        # masks it into an isError result: docs/differences.md).
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool_mcp("refuses", {})
+        assert refused.value.error.code == -32042
+        assert refused.value.error.data == {"why": "closed"}
+    # report, fails, crashes, refuses, and the typed report: five tasks, no inline twin.
+    assert await count_workflows(temporal_client, task_queue, 5) == 5
+    assert all(
+        workflow_id.startswith("mcp-")
+        for workflow_id in await workflows(temporal_client, task_queue)
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_invalid_arguments_are_rejected_before_anything_starts(
+    url: str, mode: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    async with PlainClient(url, mode=mode) as client:  # type: ignore[arg-type]
+        durable = await client.call_tool_mcp("report", {"topic": "tides", "pages": "many"})
+        inline = await client.call_tool_mcp("report_inline", {"topic": "tides", "pages": "many"})
+        assert wire(durable) == wire(inline)  # FastMCP's own validation answer, word for word
+        assert durable.is_error
+        assert (await client.call_tool("plain", {})).data == "never a task"
+    await asyncio.sleep(1)
+    assert await workflows(temporal_client, task_queue) == []
+
+
+async def test_nested_calls_run_inline_inside_the_durable_call(
+    url: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    async with PlainClient(url) as client:
+        result = await client.call_tool("outer", {})
+    # The client's call is a task (its body sees a background task); the tool it calls is not.
+    assert result.data == "True:{'topic': 'nested', 'pages': 3}"
+    await asyncio.sleep(1)
+    assert await count_workflows(temporal_client, task_queue, 1) == 1
+
+
+@pytest.mark.parametrize("tool", ["steps", "short_steps"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_reaches_the_client_in_order(url: str, mode: str, tool: str) -> None:
+    for name in (tool, f"{tool}_inline"):
+        seen: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(
+            progress: float,
+            total: float | None,
+            message: str | None,
+            seen: list[tuple[float, float | None, str | None]] = seen,
+        ) -> None:
+            seen.append((progress, total, message))
+
+        async with PlainClient(url, mode=mode, progress_handler=on_progress) as client:  # type: ignore[arg-type]
+            assert (await client.call_tool(name, {"count": 3})).data == "done"
+        assert seen == [(float(i), 3.0, f"step {i}") for i in (1, 2, 3)], name
+
+
+async def test_the_server_wide_switch_turns_it_off(
+    temporal_tasks: BuildTasks, runs: list[str], temporal_client: TemporalClient, task_queue: str
+) -> None:
+    mcp = build(temporal_tasks(durable_sync_calls=False), runs)
+    async with run_server_async(mcp) as served, PlainClient(served) as client:
+        assert (await client.call_tool("report", {"topic": "x"})).data.pages == 3
+    await asyncio.sleep(1)
+    assert await workflows(temporal_client, task_queue) == []
+
+
+async def test_an_idempotency_key_attaches_to_the_calls_task(
+    url: str, runs: list[str], temporal_client: TemporalClient, task_queue: str
+) -> None:
+    meta = {IDEMPOTENCY_KEY_META: "sync-call-key-1"}
+    async with PlainClient(url) as client:
+        first = await client.call_tool_mcp("report", {"topic": "once"}, meta=meta)
+        again = await client.call_tool_mcp("report", {"topic": "once"}, meta=meta)
+    assert wire(first) == wire(again)
+    assert runs == ["report"]  # the retry read the task's result; the body ran once
+    assert await count_workflows(temporal_client, task_queue, 1) == 1
+
+
+async def test_the_mcp_sdks_own_client_gets_the_inline_result(
+    url: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """The MCP Python SDK's ``Client`` (no FastMCP on the client side), with progress."""
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async with SdkClient(url) as client:
+        durable = await client.call_tool("report", {"topic": "sdk"})
+        inline = await client.call_tool("report_inline", {"topic": "sdk"})
+        await client.call_tool("steps", {"count": 2}, progress_callback=on_progress)
+    assert wire(durable) == wire(inline)
+    assert seen == [1.0, 2.0]
+    assert await count_workflows(temporal_client, task_queue, 2) == 2

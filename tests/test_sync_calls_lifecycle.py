@@ -1,0 +1,184 @@
+"""Durable synchronous calls across their life: cancelled, abandoned, asking, retried.
+
+- ``notifications/cancelled`` for the request (a FastMCP ``Client`` cancelling
+  its ``call_tool``) ends the task ``cancelled``;
+- a connection that drops mid-wait leaves the task running to ``completed``;
+- a question on 2026-07-28 comes back as MRTR, the client's next round
+  delivers the answer to the same task (one workflow), and a second question
+  in a later leg takes another round; on 2025-11-25 each question is a live
+  elicitation on the open call, answered into the same task;
+- a client that cannot answer (2025-11-25 without an elicitation handler,
+  2026-07-28 without the capability) gets what an inline call gets, and the
+  task is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import mcp_types
+import pytest
+from fastmcp import Context, FastMCP
+from fastmcp.utilities.tests import run_server_async
+from mcp.shared.exceptions import MCPError
+from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionStatus
+
+from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.server.core.visibility import workflow_type
+from fastmcp_temporal.workflows.task_workflow import MEMO_KEY
+from tests.test_sync_calls import PlainClient, workflows
+from tests.wire import RawMcp
+
+BuildTasks = Callable[..., TemporalTasks]
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def ask(key: str, message: str) -> mcp_types.InputRequiredResult:
+    return mcp_types.InputRequiredResult(
+        input_requests={
+            key: mcp_types.ElicitRequest(
+                params=mcp_types.ElicitRequestFormParams(message=message, requested_schema=NAME)
+            )
+        }
+    )
+
+
+def build(extension: TemporalTasks, legs: list[str]) -> FastMCP:
+    mcp = FastMCP("sync-lifecycle")
+    mcp.add_extension(extension)
+
+    @mcp.tool(task=True)
+    async def nap(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "rested"
+
+    @mcp.tool(task=True)
+    async def interview(ctx: Context) -> str:
+        """Two questions, each in its own leg."""
+        answers = ctx.input_responses or {}
+        legs.append(",".join(sorted(answers)))
+        first, second = answers.get("first"), answers.get("second")
+        if isinstance(second, mcp_types.ElicitResult) and second.content:
+            return f"{ctx.request_state}+{second.content['name']}"
+        if isinstance(first, mcp_types.ElicitResult) and first.content:
+            result = ask("second", "And your pet's name?")
+            result.request_state = str(first.content["name"])
+            return result  # type: ignore[return-value]
+        return ask("first", "Your name?")  # type: ignore[return-value]
+
+    return mcp
+
+
+@pytest.fixture
+def legs() -> list[str]:
+    """The answers each leg of ``interview`` saw."""
+    return []
+
+
+@pytest.fixture
+async def url(temporal_tasks: BuildTasks, legs: list[str]) -> AsyncIterator[str]:
+    async with run_server_async(build(temporal_tasks(), legs)) as server_url:
+        yield server_url
+
+
+async def task_status(
+    temporal_client: TemporalClient, task_queue: str, tool: str | None = None
+) -> str | None:
+    """The status the one task (of ``tool``) on this queue last recorded (``None``: none yet)."""
+    query = f"TaskQueue = '{task_queue}'"
+    if tool is not None:
+        query += f" AND WorkflowType = '{workflow_type(tool)}'"
+    found = [w.id async for w in temporal_client.list_workflows(query)]
+    if not found:
+        return None
+    (workflow_id,) = found
+    description = await temporal_client.get_workflow_handle(workflow_id).describe()
+    if description.status == WorkflowExecutionStatus.CANCELED:
+        return "cancelled"  # a cancelled task's memo keeps its last state (task_workflow._touch)
+    return (await description.memo())[MEMO_KEY]["status"]
+
+
+async def test_notifications_cancelled_cancels_the_task(
+    url: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    async with PlainClient(url, mode="legacy") as client:
+        call = asyncio.create_task(client.call_tool("nap", {"seconds": 60}))
+        await wait_status(temporal_client, task_queue, "working")
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await wait_status(temporal_client, task_queue, "cancelled")
+
+
+async def test_a_dropped_connection_leaves_the_task_running(
+    url: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    raw = RawMcp(url)
+    params = {"name": "nap", "arguments": {"seconds": 6}}
+    # A 2026-07-28 POST answered with JSON: nothing arrives before the result, so the
+    # client drops the connection while it waits for the response's first byte.
+    call = asyncio.create_task(raw.call("tools/call", params, declare_tasks=False))
+    await wait_status(temporal_client, task_queue, "working")
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await asyncio.sleep(1)
+    assert await task_status(temporal_client, task_queue) == "working"
+    await wait_status(temporal_client, task_queue, "completed", timeout=30)
+
+
+async def wait_status(
+    temporal_client: TemporalClient,
+    task_queue: str,
+    status: str,
+    timeout: float = 15,
+    tool: str | None = None,
+) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while (seen := await task_status(temporal_client, task_queue, tool)) != status:
+        assert loop.time() < deadline, f"the task is {seen}, not {status}"
+        await asyncio.sleep(0.1)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_questions_are_rounds_of_one_task(
+    url: str, mode: str, legs: list[str], temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """2026-07-28: MRTR rounds; 2025-11-25: live elicitations on the open call."""
+    asked: list[str] = []
+
+    async def answer(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        asked.append(message)
+        return {"name": "Ada" if message == "Your name?" else "Rex"}
+
+    async with PlainClient(url, mode=mode, elicitation_handler=answer) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("interview", {})
+    assert result.data == "Ada+Rex"
+    assert asked == ["Your name?", "And your pet's name?"]
+    assert legs == ["", "first", "second"]  # each leg ran once, with its round's answers
+    assert len(await workflows(temporal_client, task_queue)) == 1
+    assert await task_status(temporal_client, task_queue) == "completed"
+
+
+async def test_a_question_on_the_handshake_wire_is_fastmcps_error_and_ends_the_task(
+    url: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    async with PlainClient(url, mode="legacy") as client:
+        with pytest.raises(MCPError) as asked:
+            await client.call_tool_mcp("interview", {})
+    assert "only exists at MCP 2026-07-28" in asked.value.error.message
+    await wait_status(temporal_client, task_queue, "cancelled")
+
+
+async def test_a_question_the_client_cannot_answer_ends_the_task(
+    url: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """2026-07-28, no ``elicitation`` declared: FastMCP's client error, as inline; no owner left."""
+    async with PlainClient(url) as client:
+        with pytest.raises(MCPError, match="Elicitation not supported"):
+            await client.call_tool("interview", {})
+    await wait_status(temporal_client, task_queue, "cancelled")

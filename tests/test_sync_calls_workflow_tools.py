@@ -1,0 +1,77 @@
+"""A workflow tool called by a client without the tasks extension: a durable synchronous call.
+
+A workflow tool is ``required`` only because it cannot run inline; a durable
+synchronous call services it without a ``CreateTaskResult``, so a plain client
+gets its result (SEP-2663 R4's ``-32021`` is for requests a server cannot
+service that way). Its ``ask()`` is an MRTR round on 2026-07-28 and a live
+elicitation on 2025-11-25, one workflow either way. A ``required`` function
+tool still answers ``-32021``, and with the switch off so does the workflow tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import FastMCP
+from fastmcp.utilities.tasks import TaskConfig
+from fastmcp.utilities.tests import run_server_async
+from mcp.shared.exceptions import MCPError
+from temporalio.client import Client as TemporalClient
+
+from fastmcp_temporal import TemporalTasks, workflow_tool
+from tests.processes.agent_workflows import GreeterAgent, logged_step
+from tests.test_sync_calls import MODES, PlainClient, count_workflows
+
+BuildTasks = Callable[..., TemporalTasks]
+
+
+def build(extension: TemporalTasks) -> FastMCP:
+    mcp = FastMCP("sync-workflow-tools")
+    mcp.add_extension(extension)
+    mcp.add_tool(workflow_tool(GreeterAgent, activities=[logged_step]))
+
+    @mcp.tool(task=TaskConfig(mode="required"))
+    async def only_task() -> str:
+        return "a task"
+
+    return mcp
+
+
+async def answer(message: str, response_type: Any, params: Any, context: Any) -> Any:
+    return {"name": "Ada"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_workflow_tool_answers_a_plain_call(
+    temporal_tasks: BuildTasks,
+    mode: str,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "release").write_text("")  # its second step does not wait
+    async with (
+        run_server_async(build(temporal_tasks())) as url,
+        PlainClient(url, mode=mode, elicitation_handler=answer) as client,  # type: ignore[arg-type]
+    ):
+        result = await client.call_tool("greeter_agent", {"marker_dir": str(tmp_path)})
+        assert result.structured_content is not None
+        assert result.structured_content["greeting"] == "Hello, Ada!"
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool_mcp("only_task", {})
+        assert refused.value.error.code == -32021
+    # The task and the tool's own workflow (its child): one task for the whole exchange.
+    assert await count_workflows(temporal_client, task_queue, 2) == 2
+
+
+async def test_switched_off_a_workflow_tool_is_required_again(temporal_tasks: BuildTasks) -> None:
+    async with (
+        run_server_async(build(temporal_tasks(durable_sync_calls=False))) as url,
+        PlainClient(url) as client,
+    ):
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool_mcp("greeter_agent", {"marker_dir": "unused"})
+    assert refused.value.error.code == -32021
