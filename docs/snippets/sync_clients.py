@@ -1,8 +1,7 @@
 """Durable synchronous calls: on by default; off for the server or for one tool."""
 
 # --8<-- [start:switches]
-from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server.tasks.starter import ToolOptions
+from fastmcp_temporal import TemporalTasks, ToolOptions
 
 # Every task=True tool is durable for clients without the tasks extension, except `chat`,
 # whose plain calls run inline in the front end as with fastmcp-tasks.

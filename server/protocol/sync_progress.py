@@ -13,9 +13,12 @@ places, and this relay reads both while the request waits:
 - a local leg signals its progress to its workflow (``mcp_leg_progress``),
   which is history: read from a long poll on the history's tail, as it arrives.
 
-Only a change is relayed, in the order it was read, so the client sees the
-body's reports coalesced to at most about one a second and never out of order
-(``docs/differences.md``). A workflow tool's progress (its own memo) is not
+Only a report whose progress is past the last one relayed goes on, in the order
+it was read (MCP: the progress value increases with each notification), so the
+client sees the body's reports coalesced to at most about one a second, never
+out of order, and never again when a leg runs a second time (a local leg whose
+workflow task timed out on a loaded worker, a leg retried after its worker was
+lost) (``docs/differences.md``). A workflow tool's progress (its own memo) is not
 relayed.
 """
 
@@ -78,7 +81,7 @@ async def relay_progress(engine: TaskEngine, workflow_id: str, context: Context)
                 await asyncio.sleep(HEARTBEAT_READ_S)
                 continue
             for report in reports:
-                if report is not None and report != last:
+                if report is not None and (last is None or report[0] > last[0]):
                     last = report
                     await context.report_progress(*report)
     finally:
