@@ -41,10 +41,16 @@ def pytest_configure(config: pytest.Config) -> None:
     """Every server the suite starts -- in this process or a child (a remote, a front
     end, a worker) -- bounds its Temporal calls as the plugin's ``temporal_tasks`` does:
     a test checks what a server does, not whether a loaded machine answers within the
-    2 s production bound (tests of that bound pass their own ``query_timeout``)."""
+    2 s production bound (tests of that bound pass their own ``query_timeout``); and
+    takes callers' credentials as earlier releases did (below)."""
     from fastmcp_temporal.testing import TEST_QUERY_TIMEOUT  # once pytest has loaded it
 
     os.environ.setdefault(env_var("query_timeout"), str(TEST_QUERY_TIMEOUT.total_seconds()))
+    # The suite's servers reach the session's Temporal by address without a key, and
+    # many authenticate callers: such a server refuses to start unless it accepts
+    # credentials in clear (``server.core.credentials``). Tests of that refusal and of
+    # sealing unset it (``tests/test_credentials.py``).
+    os.environ.setdefault(env_var("credentials_in_clear"), "true")
 
 
 pytest_plugins = ["fastmcp_temporal.testing"]

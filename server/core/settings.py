@@ -76,6 +76,16 @@ class TemporalTasksSettings(BaseSettings):
             "is refused). `TemporalTasks(encryption_key=...)` overrides it."
         ),
     ] = None
+    credentials_in_clear: Annotated[
+        bool,
+        Field(
+            description="Store the caller's access token and request headers in clear in each "
+            "task's inputs, as earlier releases did. Unset: they are encrypted with the "
+            "rest (an encryption key), sealed under the embedded Temporal's generated "
+            "`credentials-key`, or, with a Temporal address and no key, an authenticating "
+            "server refuses to start."
+        ),
+    ] = False
     scope_secret: Annotated[
         SecretStr | None,
         Field(

@@ -31,6 +31,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from fastmcp_temporal.activities.tool_leg import ToolLegActivity
 from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.core.credentials import CredentialPolicy
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
@@ -87,16 +88,22 @@ class McpTasksPlugin(SimplePlugin):
         versioning: WorkerVersioning | None = None,
         payload_storage: ExternalStorage | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        credentials: CredentialPolicy | None = None,
     ) -> None:
         """``workflows``/``activities``: the server's workflow tools and their
         activities (``workflow_tool_parts(server)``), hosted on the same worker.
         ``versioning``: the worker's Deployment Version (``None``: unversioned;
         ``WorkerVersioning.resolve()`` reads it from the environment).
         ``payload_storage``: where big payloads go when the client has no store
-        (``PayloadStoreSettings.open``); ``max_payload_bytes``: the largest result."""
+        (``PayloadStoreSettings.open``); ``max_payload_bytes``: the largest result.
+        ``credentials``: opens callers the front ends sealed (the embedded default's
+        ``credentials-key``; ``None`` when a key encrypts every payload anyway)."""
         self._versioning = versioning
         legs = ToolLegActivity(
-            server, heartbeat_interval_s=heartbeat_interval_s, max_result_bytes=max_payload_bytes
+            server,
+            heartbeat_interval_s=heartbeat_interval_s,
+            max_result_bytes=max_payload_bytes,
+            open_caller=credentials.restore if credentials is not None else None,
         )
         super().__init__(
             "fastmcp_temporal.McpTasksPlugin",
