@@ -11,7 +11,9 @@ body still sees both (``get_access_token()``, ``get_http_headers()``).
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import stat
 import uuid
 from pathlib import Path
@@ -158,6 +160,28 @@ async def test_a_workflow_tool_knows_its_caller_without_the_sealed_token(
         result = await task.result()
     assert result.structured_content is not None
     assert result.structured_content["asked_by"] == "ada"
+
+
+async def test_with_a_key_the_token_round_trips_encrypted_with_everything(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """A cluster with a key: the token reaches the tool; the raw history holds neither it
+    nor the API key (the codec encrypts the whole input, so nothing is sealed twice)."""
+    secrets = Secrets()
+    key = base64.b64encode(os.urandom(32)).decode()
+    mcp = build(
+        TemporalTasks(address=temporal_server.address, task_queue=task_queue, encryption_key=key),
+        token=secrets.token,
+        api_key=secrets.api_key,
+    )
+    seen, task_id = await call_whoami(mcp, secrets)
+    assert seen["token_ok"] and seen["api_key_ok"], seen
+    scope = json.dumps(["app", None, "ada"], separators=(",", ":"))
+    history = await temporal_client.get_workflow_handle(
+        workflow_id_for(task_id, scope)
+    ).fetch_history()
+    raw = History(events=history.events).SerializeToString()
+    assert secrets.token.encode() not in raw and secrets.api_key.encode() not in raw
 
 
 async def test_an_authenticated_server_on_a_temporal_address_without_a_key_refuses_to_start(
