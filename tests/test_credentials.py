@@ -25,6 +25,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.utilities.tests import run_server_async
+from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import History
 from temporalio.client import Client as TemporalClient
 
@@ -258,6 +259,12 @@ async def test_a_sealed_caller_opens_only_with_its_key_and_an_old_clear_one_as_i
     reread = CredentialPolicy(seal=embedded_seal(tmp_path / "one"))  # the next process
     assert await reread.restore(sealed) == caller
     assert await CredentialPolicy().restore(caller) == caller  # recorded before sealing
+    plain = Payload(metadata={"encoding": b"json/plain"}, data=b'{"access_token_json": "x"}')
+    forged = sealed.model_copy(
+        update={"sealed_credentials": base64.b64encode(plain.SerializeToString()).decode()}
+    )
+    with pytest.raises(PayloadDecryptionError, match="not encrypted"):
+        await mine.restore(forged)
     for stranger in (CredentialPolicy(seal=embedded_seal(tmp_path / "two")), CredentialPolicy()):
         with pytest.raises(PayloadDecryptionError) as raised:
             await stranger.restore(sealed)

@@ -38,7 +38,12 @@ from typing import Any
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 
-from fastmcp_temporal.server.core.codec import AesGcmCodec, PayloadDecryptionError, parse_keys
+from fastmcp_temporal.server.core.codec import (
+    ENCODING,
+    AesGcmCodec,
+    PayloadDecryptionError,
+    parse_keys,
+)
 from fastmcp_temporal.server.core.private_file import read_or_create
 from fastmcp_temporal.server.core.settings import env_var, load_settings
 from fastmcp_temporal.workflows.models import CallerSnapshot
@@ -91,14 +96,16 @@ class CredentialSeal:
             }
         )
 
-    async def open(self, caller: CallerSnapshot) -> CallerSnapshot:
-        """``caller`` with its token and headers back in their clear fields."""
-        if caller.sealed_credentials is None:
-            return caller
-        sealed = Payload.FromString(base64.b64decode(caller.sealed_credentials))
-        (plain,) = await self._codec.decode([sealed])
-        if plain.metadata.get("encoding") != _PLAIN:
+    async def open(self, caller: CallerSnapshot, sealed_credentials: str) -> CallerSnapshot:
+        """``caller`` with its token and headers back in their clear fields.
+
+        Only an encrypted payload is accepted: the codec would pass a plaintext
+        one through, and a field that claims to be sealed must not be taken on trust.
+        """
+        sealed = Payload.FromString(base64.b64decode(sealed_credentials))
+        if sealed.metadata.get("encoding") != ENCODING:
             raise PayloadDecryptionError("The caller's sealed credentials are not encrypted")
+        (plain,) = await self._codec.decode([sealed])
         secret: dict[str, Any] = json.loads(plain.data)
         return caller.model_copy(
             update={
@@ -140,7 +147,7 @@ class CredentialPolicy:
                 "Cannot open the caller's sealed credentials: this worker has no credentials "
                 f"key (the {KEY_FILE_NAME} file of the embedded Temporal's data directory)"
             )
-        return await self.seal.open(caller)
+        return await self.seal.open(caller, caller.sealed_credentials)
 
 
 def embedded_seal(data_dir: Path) -> CredentialSeal:
