@@ -63,8 +63,8 @@ class TemporalTasksSettings(BaseSettings):
         Path,
         Field(
             description="Directory of the embedded Temporal (its SQLite database, keeper, scope "
-            "secret) and of the default payload store. Used when no Temporal address is "
-            "configured. `TemporalTasks(data_dir=...)` and `--data-dir` override it."
+            "secret, credentials key) and of the default payload store. Used when no Temporal "
+            "address is configured. `TemporalTasks(data_dir=...)` and `--data-dir` override it."
         ),
     ] = Path(".fastmcp-temporal")
     encryption_key: Annotated[
