@@ -55,9 +55,11 @@ class Secrets:
 
 @pytest.fixture(autouse=True)
 def _the_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The suite's conftest accepts credentials in clear; these tests check the default."""
+    """The suite's conftest seals by address under the session's key; these tests check
+    what a server does with nothing configured (refusing, dropping headers)."""
     monkeypatch.delenv(IN_CLEAR, raising=False)
     monkeypatch.delenv(env_var("encryption_key"), raising=False)
+    monkeypatch.delenv(env_var("credentials_key_dir"), raising=False)
 
 
 async def call_whoami(mcp: FastMCP, secrets: Secrets) -> tuple[dict[str, Any], str]:
@@ -140,6 +142,49 @@ async def test_a_worker_process_of_the_data_directory_opens_what_the_front_end_s
     assert seen["token_ok"] and seen["api_key_ok"], seen
     assert seen["worker_pid"] == worker.pid
     assert secrets.token.encode() not in stored_bytes(data_dir)
+
+
+async def test_the_plugins_temporal_tasks_seals_like_the_embedded_default_for_its_workers(
+    temporal_tasks: Any,
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    """``temporal_tasks`` (a client of the session's Temporal) on an authenticated server
+    starts, sealing under the session data directory's key: a ``fastmcp-temporal worker
+    --data-dir`` of that directory (no key setting of its own) runs the leg with the
+    caller restored, and the history holds neither the token nor the API key."""
+    secrets = Secrets()
+    front = build(temporal_tasks(run_worker=False), token=secrets.token, api_key=secrets.api_key)
+    worker = Process(
+        "worker",
+        [
+            str(BIN / "fastmcp-temporal"),
+            "worker",
+            "tests/processes/creds_server.py",
+            "--data-dir",
+            temporal_server.data_dir,
+            "--task-queue",
+            task_queue,
+        ],
+        {"CREDS_TOKEN": secrets.token, "CREDS_API_KEY": secrets.api_key},
+        tmp_path / "worker.log",
+    )
+    try:
+        await worker.wait_for_output(READY_LINE)
+        seen, task_id = await call_whoami(front, secrets)
+    finally:
+        worker.stop()
+    assert seen["token_ok"] and seen["api_key_ok"], seen
+    assert seen["worker_pid"] == worker.pid
+    assert (Path(temporal_server.data_dir) / credentials.KEY_FILE_NAME).is_file()
+    scope = json.dumps(["app", None, "ada"], separators=(",", ":"))
+    history = await temporal_client.get_workflow_handle(
+        workflow_id_for(task_id, scope)
+    ).fetch_history()
+    raw = History(events=history.events).SerializeToString()
+    assert secrets.token.encode() not in raw and secrets.api_key.encode() not in raw
 
 
 async def test_a_workflow_tool_knows_its_caller_without_the_sealed_token(

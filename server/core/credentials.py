@@ -11,7 +11,9 @@ for the task's life. How they are protected depends on the deployment:
   sealed (``CallerSnapshot.sealed_credentials``), with AES-GCM under a key
   generated in the data directory (``credentials-key``, owner-only, found by
   every process of that directory like the scope secret), so the rest of a
-  task stays readable in the Web UI without a codec server;
+  task stays readable in the Web UI without a codec server; by address, the
+  same with ``credentials_key_dir`` (``FASTMCP_TEMPORAL_CREDENTIALS_KEY_DIR``),
+  for an embedded server started elsewhere (the pytest plugin's session server);
 - a Temporal address and no key: a server that authenticates callers refuses
   to start (``CredentialsUnprotected``); an unauthenticated one has no token to
   store, and leaves out headers whose names say they carry a credential;

@@ -86,6 +86,19 @@ class TemporalTasksSettings(BaseSettings):
             "server refuses to start."
         ),
     ] = False
+    credentials_key_dir: Annotated[
+        Path | None,
+        Field(
+            description="With a Temporal address and no encryption key, seal callers' access "
+            "tokens and headers under the `credentials-key` of this directory (created there "
+            "on first use), as the embedded default does in its data directory, instead of "
+            "refusing to start: for a Temporal that is an embedded dev server started "
+            "elsewhere, such as the pytest plugin's session server. Every front end and worker "
+            "of those tasks names the same directory (a worker with `--data-dir` of that "
+            "embedded server finds it there). An embedded server of this process uses its own "
+            "data directory. `TemporalTasks(credentials_key_dir=...)` overrides it."
+        ),
+    ] = None
     scope_secret: Annotated[
         SecretStr | None,
         Field(

@@ -116,7 +116,13 @@ async def running(
         )
         credentials = resolve_policy(
             client,
-            embedded_data_dir=Path(live.dev_server.data_dir) if live.dev_server else None,
+            # An embedded server of this process seals under its own data directory's
+            # key; by address, under the directory of an embedded server run elsewhere.
+            embedded_data_dir=(
+                Path(live.dev_server.data_dir)
+                if live.dev_server
+                else options.credentials_key_dir or load_settings().credentials_key_dir
+            ),
             authenticated=server.auth is not None,
         )
         live.engine.starter.credentials = credentials
