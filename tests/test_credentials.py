@@ -247,6 +247,35 @@ async def test_an_authenticated_server_on_a_temporal_address_without_a_key_refus
     assert "FASTMCP_TEMPORAL_ENCRYPTION_KEY" in expected and "os.urandom(32)" in expected
 
 
+async def test_by_address_the_credentials_key_dir_setting_seals_instead_of_refusing(
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``FASTMCP_TEMPORAL_CREDENTIALS_KEY_DIR``, read when the server starts (set here
+    after ``TemporalTasks(...)``, as a launcher may): the same server as above starts,
+    its key file is made in that directory, and the history holds no credential."""
+    secrets = Secrets()
+    mcp = build(
+        TemporalTasks(address=temporal_server.address, task_queue=task_queue),
+        token=secrets.token,
+        api_key=secrets.api_key,
+    )
+    monkeypatch.setenv(env_var("credentials_key_dir"), str(tmp_path / "keys"))
+    seen, task_id = await call_whoami(mcp, secrets)
+    assert seen["token_ok"] and seen["api_key_ok"], seen
+    key_file = tmp_path / "keys" / credentials.KEY_FILE_NAME
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    scope = json.dumps(["app", None, "ada"], separators=(",", ":"))
+    history = await temporal_client.get_workflow_handle(
+        workflow_id_for(task_id, scope)
+    ).fetch_history()
+    raw = History(events=history.events).SerializeToString()
+    assert secrets.token.encode() not in raw and secrets.api_key.encode() not in raw
+
+
 def _chain(error: BaseException) -> list[BaseException]:
     """The error, its causes and, for a group, its members."""
     found: list[BaseException] = []
