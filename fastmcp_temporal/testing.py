@@ -34,7 +34,9 @@ Fixtures (async ones need ``pytest-asyncio`` with a session-scoped loop,
   is the session's data directory (``temporal_server.data_dir``), whose
   ``credentials-key`` a worker process started with ``fastmcp-temporal worker
   ... --data-dir <temporal_server.data_dir>`` finds too; a child that connects by
-  address gets ``FASTMCP_TEMPORAL_CREDENTIALS_KEY_DIR=<temporal_server.data_dir>``.
+  address needs ``FASTMCP_TEMPORAL_CREDENTIALS_KEY_DIR=<temporal_server.data_dir>``
+  in its environment, and a hand-built worker ``McpTasksPlugin(mcp,
+  credentials_key_dir=temporal_server.data_dir)``.
 
 Outside pytest, ``shared_temporal(data_dir)`` is the same thing as an async
 context manager.
