@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -51,6 +51,7 @@ from fastmcp_temporal.activities.stored_result import stored_if_big
 from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
+    UNDECRYPTABLE_ERROR_TYPE,
     BodyOutcome,
     CallerSnapshot,
     LegOutcome,
@@ -66,6 +67,18 @@ _DEPENDENCY_FAILURE = "Failed to resolve dependency"
 HANDED_BACK_ERROR_TYPE = "McpLegHandedBack"
 #: How soon a handed-back leg runs again (a zero delay is not sent: the SDK reads it as unset).
 HAND_BACK_DELAY = timedelta(milliseconds=100)
+#: Turns a leg's stored caller into one with its credentials in clear fields.
+CallerOpener = Callable[[CallerSnapshot], Awaitable[CallerSnapshot]]
+
+
+async def _unsealed_only(caller: CallerSnapshot) -> CallerSnapshot:
+    """A worker that was given no opener: a sealed caller is for another worker."""
+    if caller.sealed_credentials is not None:
+        raise ApplicationError(
+            "Cannot open the caller's sealed credentials: this worker has no credentials key",
+            type=UNDECRYPTABLE_ERROR_TYPE,
+        )
+    return caller
 
 
 class ToolLegActivity:
@@ -77,10 +90,15 @@ class ToolLegActivity:
         *,
         heartbeat_interval_s: float = 1.0,
         max_result_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        open_caller: CallerOpener | None = None,
     ) -> None:
+        """``open_caller``: gives a caller sealed by the front end its token and headers
+        back (``server.core.credentials``); without one, a sealed caller's leg is
+        handed back for a worker that has it."""
         self._server = server
         self._heartbeat_interval_s = heartbeat_interval_s
         self._max_result_bytes = max_result_bytes
+        self._open_caller = open_caller or _unsealed_only
 
     @activity.defn(dynamic=True)
     async def run_leg(self, args: Sequence[RawValue]) -> LegOutcome:
@@ -123,7 +141,7 @@ class ToolLegActivity:
             return await self._finished(
                 request, _body_result(component, owner, local_name, request.body_outcome)
             )
-        _restore_caller(request.caller)
+        _restore_caller(await self._open_caller(request.caller))
         current_leg_progress.set(progress)
         ctx = TaskContext(
             owner,

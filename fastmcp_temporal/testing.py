@@ -29,7 +29,14 @@ Fixtures (async ones need ``pytest-asyncio`` with a session-scoped loop,
   with ``query_timeout`` ``TEST_QUERY_TIMEOUT`` (10 s) unless given: a test checks
   what the tool does, and the 2 s production bound turned a slow CI machine into
   "Temporal did not answer in time" (a retryable ``-32001`` that not every client
-  asks again on). A test of that bound passes its own ``query_timeout``.
+  asks again on). A test of that bound passes its own ``query_timeout``. Callers'
+  credentials are sealed as the embedded default seals them: ``credentials_key_dir``
+  is the session's data directory (``temporal_server.data_dir``), whose
+  ``credentials-key`` a worker process started with ``fastmcp-temporal worker
+  ... --data-dir <temporal_server.data_dir>`` finds too; a child that connects by
+  address needs ``FASTMCP_TEMPORAL_CREDENTIALS_KEY_DIR=<temporal_server.data_dir>``
+  in its environment, and a hand-built worker ``McpTasksPlugin(mcp,
+  credentials_key_dir=temporal_server.data_dir)``.
 
 Outside pytest, ``shared_temporal(data_dir)`` is the same thing as an async
 context manager.
@@ -110,17 +117,20 @@ def task_queue(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def temporal_tasks(
-    temporal_client: Client, task_queue: str, tmp_path: Path
+    temporal_server: EmbeddedServer, temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> Callable[..., TemporalTasks]:
     """Build a ``TemporalTasks`` bound to the session's server and this test's queue
-    (its big payloads and scope secret in this test's own directory; each Temporal
-    call of a ``tasks/*`` request bounded by ``TEST_QUERY_TIMEOUT``)."""
+    (its big payloads in this test's own directory; each Temporal call of a
+    ``tasks/*`` request bounded by ``TEST_QUERY_TIMEOUT``; callers' credentials
+    sealed under the session data directory's ``credentials-key``, as the embedded
+    default does, so an authenticated server starts as it would in production)."""
 
     def build(**options: object) -> TemporalTasks:
         options.setdefault("client", temporal_client)
         options.setdefault("task_queue", task_queue)
         options.setdefault("data_dir", tmp_path)
         options.setdefault("query_timeout", TEST_QUERY_TIMEOUT)
+        options.setdefault("credentials_key_dir", temporal_server.data_dir)
         return TemporalTasks(**options)  # type: ignore[arg-type]
 
     return build

@@ -28,6 +28,7 @@ from fastmcp.utilities.tests import run_server_async
 from fastmcp_temporal import DevServer
 from fastmcp_temporal.client import enable_transparent_tasks
 from fastmcp_temporal.server.core.settings import env_var
+from fastmcp_temporal.server.embedded.shared import data_directory
 from tests import exclusive, lines
 from tests.helpers import needs_peer
 from tests.remote_harness import RemotePeer
@@ -45,6 +46,22 @@ def pytest_configure(config: pytest.Config) -> None:
     from fastmcp_temporal.testing import TEST_QUERY_TIMEOUT  # once pytest has loaded it
 
     os.environ.setdefault(env_var("query_timeout"), str(TEST_QUERY_TIMEOUT.total_seconds()))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sealed_like_the_embedded_default(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every server the suite starts by the session Temporal's address -- here without
+    ``temporal_tasks``, or in a child (a remote, a front end, a worker) -- seals callers'
+    credentials under the session data directory's ``credentials-key``, as the plugin's
+    ``temporal_tasks`` does: the suite runs the default path (sealed), and an authenticated
+    server on that address starts instead of refusing for want of a key. Tests of the
+    refusal and of the address-without-key default unset it (``tests/test_credentials.py``);
+    a test that needs credentials in clear sets ``FASTMCP_TEMPORAL_CREDENTIALS_IN_CLEAR``."""
+    from fastmcp_temporal.testing import session_data_dir
+
+    os.environ.setdefault(
+        env_var("credentials_key_dir"), str(data_directory(session_data_dir(tmp_path_factory)))
+    )
 
 
 pytest_plugins = ["fastmcp_temporal.testing"]

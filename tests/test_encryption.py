@@ -45,6 +45,7 @@ from fastmcp_temporal.server.core.codec import (
     parse_keys,
     task_data_converter,
 )
+from fastmcp_temporal.server.core.settings import env_var
 from fastmcp_temporal.server.embedded.devserver import temporal_binary
 from fastmcp_temporal.server.tasks import starter
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
@@ -270,6 +271,7 @@ async def test_history_and_blob_store_hold_no_plaintext_when_a_key_is_set(
     temporal_client: TemporalClient,
     task_queue: str,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """No marker anywhere in the stored bytes (history and payload blobs), nor in what
     the CLI shows.
@@ -277,6 +279,11 @@ async def test_history_and_blob_store_hold_no_plaintext_when_a_key_is_set(
     The argument is named ``dataset`` so the UI's call preview shows its value
     (it hides credential-like names): the static summary is covered too.
     """
+    if not encrypted:
+        # The control proves the search finds every marker when nothing encrypts, the
+        # caller's token and header included: without a key they would be sealed
+        # (the suite's default), so the control stores them in clear, as earlier releases.
+        monkeypatch.setenv(env_var("credentials_in_clear"), "true")
     markers = Markers()
     tasks = TemporalTasks(
         address=temporal_server.address,

@@ -97,14 +97,27 @@ class WorkflowBodyRunner:
 
 
 def _caller(start: TaskStart) -> Caller:
-    """The caller's identity from the token captured at creation (no I/O)."""
-    token = json.loads(start.caller.access_token_json) if start.caller.access_token_json else {}
-    claims = token.get("claims") or {}
-    client_id = token.get("client_id")
+    """The caller's identity, read without I/O and without the token when it is sealed.
+
+    A task with the token in clear (created before sealing, or with credentials
+    in clear) reads it as it always did; otherwise the client id and subject
+    come from the scope (``[client_id, issuer, subject]``) and the scopes from
+    ``token_scopes`` (the subject as the scope has it: the token's, else its ``sub``).
+    """
+    snapshot = start.caller
+    if snapshot.access_token_json:
+        token = json.loads(snapshot.access_token_json)
+        claims = token.get("claims") or {}
+        client_id, subject, scopes = token.get("client_id"), claims.get("sub"), token.get("scopes")
+    else:
+        client_id = subject = None
+        if snapshot.scope is not None:
+            client_id, _issuer, subject = json.loads(snapshot.scope)
+        scopes = snapshot.token_scopes
     return Caller(
         task_id=start.task_id,
-        scope=start.caller.scope,
+        scope=snapshot.scope,
         client_id=client_id,
-        subject=claims.get("sub"),
-        scopes=list(token.get("scopes") or []),
+        subject=subject,
+        scopes=list(scopes or []),
     )

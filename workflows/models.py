@@ -136,8 +136,17 @@ class CallerSnapshot(BaseModel):
     so the tool body sees the world it would have seen in the foreground.
     """
 
+    #: The token and headers in clear: tasks created before sealing, or with
+    #: ``FASTMCP_TEMPORAL_CREDENTIALS_IN_CLEAR`` (else the codec encrypts the
+    #: whole payload, or these two are in ``sealed_credentials``).
     access_token_json: str | None = None
     http_headers: dict[str, str] | None = None
+    #: Both of the above, sealed (``server.core.credentials``): opaque to the
+    #: workflow, which only passes it on to each leg.
+    sealed_credentials: str | None = None
+    #: The token's OAuth scopes, which are no credential: a workflow tool's
+    #: ``caller()`` reads them without the sealed token (``None``: not captured).
+    token_scopes: list[str] | None = None
     session_id: str | None = None
     origin_request_id: str | None = None
     log_level_key: str | None = None

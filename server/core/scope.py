@@ -31,13 +31,13 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 import secrets
 from pathlib import Path
 
 from fastmcp.server.dependencies import get_access_token
 from mcp.server.auth.provider import principal_components
 
+from fastmcp_temporal.server.core.private_file import read_or_create
 from fastmcp_temporal.server.core.settings import env_var, load_settings
 
 logger = logging.getLogger(__name__)
@@ -136,23 +136,7 @@ def resolve_secret(
 def embedded_secret(data_dir: Path) -> bytes:
     """The embedded server's secret: read from its data dir, created there (0600) if absent."""
     path = data_dir / SECRET_FILE_NAME
-    try:
-        return parse_secret(path.read_text(), origin=str(path))
-    except FileNotFoundError:
-        pass
-    data_dir.mkdir(parents=True, exist_ok=True)
-    value = secrets.token_urlsafe(32)
-    # Written under a private name, then linked into place: a process starting
-    # on the same data dir sees no file or a whole one, never a partial one.
-    draft = data_dir / f".{SECRET_FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}"
-    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as file:
-        file.write(value + "\n")
-    try:
-        os.link(draft, path)
-    except FileExistsError:  # another process was first: use its secret
-        return parse_secret(path.read_text(), origin=str(path))
-    finally:
-        draft.unlink()
-    logger.info("fastmcp-temporal: generated the scope secret in %s", path)
-    return value.encode()
+    value, created = read_or_create(path, lambda: secrets.token_urlsafe(32))
+    if created:
+        logger.info("fastmcp-temporal: generated the scope secret in %s", path)
+    return parse_secret(value, origin=str(path))

@@ -63,8 +63,8 @@ class TemporalTasksSettings(BaseSettings):
         Path,
         Field(
             description="Directory of the embedded Temporal (its SQLite database, keeper, scope "
-            "secret) and of the default payload store. Used when no Temporal address is "
-            "configured. `TemporalTasks(data_dir=...)` and `--data-dir` override it."
+            "secret, credentials key) and of the default payload store. Used when no Temporal "
+            "address is configured. `TemporalTasks(data_dir=...)` and `--data-dir` override it."
         ),
     ] = Path(".fastmcp-temporal")
     encryption_key: Annotated[
@@ -74,6 +74,29 @@ class TemporalTasksSettings(BaseSettings):
             "key (base64 or hex of 32 bytes) or `id:key,id2:key2`, where the first encrypts and "
             "every listed key decrypts. Unset: payloads are written in clear (an encrypted one "
             "is refused). `TemporalTasks(encryption_key=...)` overrides it."
+        ),
+    ] = None
+    credentials_in_clear: Annotated[
+        bool,
+        Field(
+            description="Store the caller's access token and request headers in clear in each "
+            "task's inputs, as earlier releases did. Unset: they are encrypted with the "
+            "rest (an encryption key), sealed under the embedded Temporal's generated "
+            "`credentials-key`, or, with a Temporal address and no key, an authenticating "
+            "server refuses to start."
+        ),
+    ] = False
+    credentials_key_dir: Annotated[
+        Path | None,
+        Field(
+            description="With a Temporal address and no encryption key, seal callers' access "
+            "tokens and headers under the `credentials-key` of this directory (created there "
+            "on first use), as the embedded default does in its data directory, instead of "
+            "refusing to start: for a Temporal that is an embedded dev server started "
+            "elsewhere, such as the pytest plugin's session server. Every front end and worker "
+            "of those tasks names the same directory (a worker with `--data-dir` of that "
+            "embedded server finds it there). An embedded server of this process uses its own "
+            "data directory. `TemporalTasks(credentials_key_dir=...)` overrides it."
         ),
     ] = None
     scope_secret: Annotated[

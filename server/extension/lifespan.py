@@ -2,11 +2,20 @@
 
 In order: the payload store opens; the extension connects to its Temporal (or
 starts / joins the shared embedded one, see ``connection``); the task engine is
+<<<<<<< HEAD
 built; the metrics are recorded; the MCP side is installed (``subscriptions/listen``,
 wire production, progress bridge); unless this server is a stateless front
 end, the in-process worker runs with the payload sweeper and, after an upgrade,
 a worker draining the previous queue; then the start-up line says where it all
 is (``startup_line``). Everything unwinds in reverse when the
+=======
+built, with this process's policy for callers' credentials (``credentials``:
+sealed, encrypted with everything, or refused); the metrics are recorded; the
+MCP side is installed (``subscriptions/listen``, wire production, progress
+bridge); and, unless this server is a stateless front end, the in-process
+worker runs with the payload sweeper and, after an upgrade, a worker draining
+the previous queue. Everything unwinds in reverse when the
+>>>>>>> creds
 server stops, so the worker drains before the client goes away.
 """
 
@@ -30,6 +39,7 @@ from fastmcp_temporal.activities.progress import (
 )
 from fastmcp_temporal.server.core import metrics, scope
 from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.core.credentials import resolve_policy
 from fastmcp_temporal.server.core.settings import load_settings
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.extension import startup_line
@@ -113,6 +123,18 @@ async def running(
         live.engine.starter.fairness = Fairness.resolve(
             options.fairness, scope_secret=live.engine.scope_secret
         )
+        credentials = resolve_policy(
+            client,
+            # An embedded server of this process seals under its own data directory's
+            # key; by address, under the directory of an embedded server run elsewhere.
+            embedded_data_dir=(
+                Path(live.dev_server.data_dir)
+                if live.dev_server
+                else options.credentials_key_dir or load_settings().credentials_key_dir
+            ),
+            authenticated=server.auth is not None,
+        )
+        live.engine.starter.credentials = credentials
         await stack.enter_async_context(
             metrics.recording(client, task_queue, count_open_tasks=not options.worker_only)
         )
@@ -132,6 +154,7 @@ async def running(
                 remote_servers=options.remote_servers,
                 plugins=plugins,
                 worker_options=options.worker_options,
+                credentials=credentials,
             )
             await stack.enter_async_context(workers.new(task_queue))
             await stack.enter_async_context(sweeping(payloads, storage, client))

@@ -59,6 +59,9 @@ class ExtensionOptions:
     versioning: WorkerVersioning | None
     scope_secret: bytes | None
     encryption_key: str | None
+    #: Seal callers' credentials under this directory's ``credentials-key`` by address
+    #: (``None``: ``FASTMCP_TEMPORAL_CREDENTIALS_KEY_DIR``, read when the server starts).
+    credentials_key_dir: Path | None
     payload_store: str | StorageDriver | None
     payload_threshold: int | None
     max_payload_bytes: int | None
@@ -96,6 +99,7 @@ class ExtensionOptions:
         versioning: WorkerVersioning | None,
         scope_secret: str | None,
         encryption_key: str | None,
+        credentials_key_dir: str | Path | None,
         payload_store: str | StorageDriver | None,
         payload_threshold: int | None,
         max_payload_bytes: int | None,
@@ -155,6 +159,7 @@ class ExtensionOptions:
             versioning=versioning,
             scope_secret=configured_secret,
             encryption_key=encryption_key,
+            credentials_key_dir=Path(credentials_key_dir) if credentials_key_dir else None,
             payload_store=payload_store,
             payload_threshold=payload_threshold,
             max_payload_bytes=max_payload_bytes,

@@ -95,6 +95,17 @@ class TemporalTasks(ServerExtension):
             as base64 or hex, or ``"id:key,id2:key2"`` to rotate (the first one
             encrypts). Default: ``FASTMCP_TEMPORAL_ENCRYPTION_KEY``. See
             ``fastmcp_temporal.server.core.codec``.
+        credentials_key_dir: With a Temporal address and no encryption key, seal
+            callers' token and headers under this directory's ``credentials-key``
+            (created on first use) as the embedded default does in its data
+            directory, instead of refusing to start an authenticating server: for
+            a Temporal that is an embedded dev server started elsewhere (the pytest
+            plugin's ``temporal_tasks`` passes the session's data directory).
+            Every front end and worker of those tasks names the same directory.
+            Ignored when this process runs the embedded server (its own data
+            directory's key) or a key encrypts every payload. Default:
+            ``FASTMCP_TEMPORAL_CREDENTIALS_KEY_DIR``; see
+            ``fastmcp_temporal.server.core.credentials``.
         rounds_per_run: Legs per workflow run before it continues as new.
         mrtr_first_tools: Tools whose first leg may ask for input synchronously
             (an ``InputRequiredResult`` on ``tools/call``) before the client gets
@@ -175,6 +186,7 @@ class TemporalTasks(ServerExtension):
         worker_options: dict[str, Any] | None = None,
         plugins: Sequence[WorkerPlugin] = (),
         encryption_key: str | None = None,
+        credentials_key_dir: str | Path | None = None,
         api_key: str | None = None,
         tls: bool | TLSConfig | None = None,
         profile: str | None = None,
@@ -218,6 +230,7 @@ class TemporalTasks(ServerExtension):
             versioning=versioning,
             scope_secret=scope_secret,
             encryption_key=encryption_key,
+            credentials_key_dir=credentials_key_dir,
             payload_store=payload_store,
             payload_threshold=payload_threshold,
             max_payload_bytes=max_payload_bytes,

@@ -45,7 +45,8 @@ from fastmcp_temporal.server.temporal.workflow_tools import spec_for
 from fastmcp_temporal.workflows.models import CallerSnapshot, UndeclaredInput, WorkflowBody
 
 #: Headers that carry credentials. The caller's token travels as the access
-#: token itself; raw credentials are not copied into the task's history.
+#: token itself (sealed, see ``server.core.credentials``); raw credentials are
+#: not copied into the task's history at all.
 _SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
@@ -125,6 +126,7 @@ def capture_caller(
     extensions = capabilities.get("extensions")
     return CallerSnapshot(
         access_token_json=token.model_dump_json() if token is not None else None,
+        token_scopes=list(token.scopes) if token is not None else None,
         http_headers=headers or None,
         session_id=session_id,
         origin_request_id=(

@@ -26,6 +26,7 @@ from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from fastmcp_temporal.server.core import visibility
+from fastmcp_temporal.server.core.credentials import CredentialPolicy
 from fastmcp_temporal.server.tasks.fairness import Fairness
 from fastmcp_temporal.workflows.models import LegPolicy, TaskStart
 
@@ -118,6 +119,9 @@ class WorkflowStarter:
         self.search_attributes = True
         #: The caller's fairness key and weight on each task (``None``: off; see ``fairness``).
         self.fairness: Fairness | None = None
+        #: Seals (or drops) the caller's credentials before they reach Temporal
+        #: (``server.core.credentials``; the lifespan sets this process's policy).
+        self.credentials = CredentialPolicy()
 
     def ttl_ms(self, tool_name: str, default: int) -> int:
         options = self.tools.get(tool_name)
@@ -181,6 +185,8 @@ class WorkflowStarter:
             options["task_timeout"] = task_timeout
         if self.fairness is not None:  # the legs inherit it from the workflow
             options["priority"] = self.fairness.priority(start.tool_name, start.caller)
+        # After fairness, whose hook may read the headers: nothing below is in clear.
+        start = start.model_copy(update={"caller": await self.credentials.protect(start.caller)})
         workflow_type = visibility.workflow_type(start.tool_name)
         if self.search_attributes:
             try:

@@ -24,6 +24,7 @@ from temporalio.worker import Plugin as WorkerPlugin
 from temporalio.worker import Worker
 
 from fastmcp_temporal.activities.remote_connections import RemoteServers
+from fastmcp_temporal.server.core.credentials import CredentialPolicy
 from fastmcp_temporal.server.temporal.plugin import McpTasksPlugin
 from fastmcp_temporal.server.temporal.previous_queue import (
     report_unpolled_queues,
@@ -57,6 +58,7 @@ class InProcessWorkers:
         remote_servers: RemoteServers,
         plugins: Sequence[WorkerPlugin],
         worker_options: Mapping[str, Any],
+        credentials: CredentialPolicy,
     ) -> None:
         self._server = server
         self._client = client
@@ -67,6 +69,7 @@ class InProcessWorkers:
         self._remote_servers = remote_servers
         self._plugins = tuple(plugins)
         self._options = {**DEFAULT_WORKER_OPTIONS, **worker_options}
+        self._credentials = credentials
 
     @classmethod
     async def for_server(
@@ -79,6 +82,7 @@ class InProcessWorkers:
         remote_servers: RemoteServers,
         plugins: Sequence[WorkerPlugin],
         worker_options: Mapping[str, Any],
+        credentials: CredentialPolicy,
     ) -> InProcessWorkers:
         """The recipe for ``server``'s workers, with its workflow tools read once."""
         workflows, activities = await workflow_tool_parts(server)
@@ -92,6 +96,7 @@ class InProcessWorkers:
             remote_servers=remote_servers,
             plugins=plugins,
             worker_options=worker_options,
+            credentials=credentials,
         )
 
     def new(self, queue: str) -> Worker:
@@ -101,6 +106,7 @@ class InProcessWorkers:
             activities=self._activities,
             versioning=self._versioning,
             max_payload_bytes=self._max_payload_bytes,
+            credentials=self._credentials,
         )
         plugins: list[WorkerPlugin] = [plugin]
         if self._remote_servers:

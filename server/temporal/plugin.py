@@ -14,12 +14,16 @@ models need with the encryption codec (``encryption_key`` or
 The converter is a client setting: pass the plugin to ``Client.connect`` (a
 worker inherits it), or connect with ``task_data_converter()``. With
 ``versioning`` the worker joins a Worker Deployment Version (see ``versioning``).
+For tasks whose front ends sealed callers' credentials under an embedded dev
+server's ``credentials-key`` (``server.core.credentials``), ``credentials_key_dir``
+names that server's data directory.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
@@ -31,6 +35,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from fastmcp_temporal.activities.tool_leg import ToolLegActivity
 from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.core.credentials import CredentialPolicy, embedded_seal
+from fastmcp_temporal.server.core.settings import load_settings
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
@@ -87,16 +93,32 @@ class McpTasksPlugin(SimplePlugin):
         versioning: WorkerVersioning | None = None,
         payload_storage: ExternalStorage | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        credentials_key_dir: str | Path | None = None,
+        credentials: CredentialPolicy | None = None,
     ) -> None:
         """``workflows``/``activities``: the server's workflow tools and their
         activities (``workflow_tool_parts(server)``), hosted on the same worker.
         ``versioning``: the worker's Deployment Version (``None``: unversioned;
         ``WorkerVersioning.resolve()`` reads it from the environment).
         ``payload_storage``: where big payloads go when the client has no store
-        (``PayloadStoreSettings.open``); ``max_payload_bytes``: the largest result."""
+        (``PayloadStoreSettings.open``); ``max_payload_bytes``: the largest result.
+        ``credentials_key_dir``: the data directory of the embedded Temporal whose
+        ``credentials-key`` the front ends sealed callers under (their
+        ``credentials_key_dir``, or that Temporal's own ``data_dir``), so the legs
+        get the caller's token and headers back; default
+        ``FASTMCP_TEMPORAL_CREDENTIALS_KEY_DIR``, else none (a sealed caller's leg
+        is handed back for a worker that has the key). ``credentials``: this
+        process's policy, as the extension resolved it (wins over the directory)."""
         self._versioning = versioning
+        if credentials is None:
+            key_dir = credentials_key_dir or load_settings().credentials_key_dir
+            if key_dir:
+                credentials = CredentialPolicy(seal=embedded_seal(Path(key_dir)))
         legs = ToolLegActivity(
-            server, heartbeat_interval_s=heartbeat_interval_s, max_result_bytes=max_payload_bytes
+            server,
+            heartbeat_interval_s=heartbeat_interval_s,
+            max_result_bytes=max_payload_bytes,
+            open_caller=credentials.restore if credentials is not None else None,
         )
         super().__init__(
             "fastmcp_temporal.McpTasksPlugin",
