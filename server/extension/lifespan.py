@@ -2,20 +2,13 @@
 
 In order: the payload store opens; the extension connects to its Temporal (or
 starts / joins the shared embedded one, see ``connection``); the task engine is
-<<<<<<< HEAD
-built; the metrics are recorded; the MCP side is installed (``subscriptions/listen``,
-wire production, progress bridge); unless this server is a stateless front
-end, the in-process worker runs with the payload sweeper and, after an upgrade,
-a worker draining the previous queue; then the start-up line says where it all
-is (``startup_line``). Everything unwinds in reverse when the
-=======
 built, with this process's policy for callers' credentials (``credentials``:
 sealed, encrypted with everything, or refused); the metrics are recorded; the
 MCP side is installed (``subscriptions/listen``, wire production, progress
-bridge); and, unless this server is a stateless front end, the in-process
-worker runs with the payload sweeper and, after an upgrade, a worker draining
-the previous queue. Everything unwinds in reverse when the
->>>>>>> creds
+bridge); unless this server is a stateless front end, the in-process worker
+runs with the payload sweeper and, after an upgrade, a worker draining the
+previous queue; then the start-up line says where it all is
+(``startup_line``). Everything unwinds in reverse when the
 server stops, so the worker drains before the client goes away.
 """
 
@@ -169,6 +162,7 @@ async def running(
                 task_queue=task_queue,
                 run_worker=options.run_worker,
                 worker_only=options.worker_only,
+                credentials=credentials,
             )
         )
         try:

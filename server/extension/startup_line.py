@@ -26,6 +26,7 @@ from fastmcp.utilities.logging import get_logger
 from temporalio.client import Client
 
 from fastmcp_temporal.server.core.codec import AesGcmCodec
+from fastmcp_temporal.server.core.credentials import CredentialPolicy
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 
 logger = get_logger(__name__)
@@ -39,8 +40,10 @@ def startup_line(
     task_queue: str,
     run_worker: bool,
     worker_only: bool,
+    credentials: CredentialPolicy,
 ) -> str:
-    """Where Temporal is, the queue, whether payloads are encrypted, whether a worker runs here."""
+    """Where Temporal is, the queue, whether payloads (or only callers' credentials) are
+    encrypted, whether a worker runs here."""
     if dev_server is not None:
         where = dev_server.where()
     else:
@@ -52,6 +55,8 @@ def startup_line(
         sealed = "payloads not encrypted"
     else:
         sealed = f"payloads through {type(codec).__name__}"
+    if credentials.seal is not None:
+        sealed += " (callers' credentials sealed)"
     if worker_only:
         worker = "worker only (no MCP requests)"
     elif run_worker:
