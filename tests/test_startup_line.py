@@ -57,7 +57,9 @@ async def test_an_embedded_server_logs_its_temporal_ui_and_queue(tmp_path: Path)
     assert ", Web UI http://127.0.0.1:" in line, line
     assert f"(data {data_dir})" in line, line
     assert "namespace 'default'; task queue 'mcp-tasks-startup'" in line, line
-    assert "payloads not encrypted (callers' credentials sealed), worker in this process" in line, line
+    assert "payloads not encrypted (callers' credentials sealed), worker in this process" in line, (
+        line
+    )
     assert "try: TEMPORAL_ADDRESS=127.0.0.1:" in line and " workflow list" in line, line
 
 
