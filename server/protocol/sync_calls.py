@@ -80,6 +80,7 @@ async def call_durably(
     if needs_live_request(await registered_component(context.fastmcp, tool)):
         return await call_next()
     scope = task_scope()
+    seen: GetTaskResult | None = None
     request_state = context.request_state
     if request_state is not None and mrtr.is_ours(request_state):
         with metrics.request("tools/call"), temporal_busy_as_error("tools/call"):
@@ -91,8 +92,13 @@ async def call_durably(
         with metrics.creating(tool.name), temporal_busy_as_error("tools/call"):
             created = await create_task(engine, tool, dict(params.arguments or {}), context)
         task_id = created.task_id
+        if created.status == "working":
+            # What the start (or the key's existing task) answered: the wait's first
+            # read would find the same, so it is skipped (``watch(started=True)``).
+            seen = GetTaskResult.model_validate(created.model_dump(exclude={"result_type"}))
     while True:
-        view = await _wait(engine, task_id, scope, context)
+        view = await _wait(engine, task_id, scope, context, seen)
+        seen = None
         questions = view.input_requests or {}
         if view.status != "input_required" or not can_ask_live(context, questions):
             break
@@ -127,15 +133,22 @@ async def _cancelling_on_failure(
 
 
 async def _wait(
-    engine: TaskEngine, task_id: str, scope: str | None, context: Context
+    engine: TaskEngine,
+    task_id: str,
+    scope: str | None,
+    context: Context,
+    seen: GetTaskResult | None = None,
 ) -> GetTaskResult:
-    """The task once it ends or asks, relaying its progress; cancelled if the client cancels."""
+    """The task once it ends or asks, relaying its progress; cancelled if the client cancels.
+
+    ``seen``: a ``working`` view of the task this request already has (its creation).
+    """
     relay: asyncio.Task[None] | None = None
     if progress_token(context) is not None:
         workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
         relay = asyncio.create_task(relay_progress(engine, workflow_id, context))
     try:
-        return await _until_answerable(engine, task_id, scope)
+        return await _until_answerable(engine, task_id, scope, seen)
     except BaseException:
         if _compat.peer_cancelled(context):
             # The client cancelled this request: the task is its work, cancel it too.
@@ -149,15 +162,19 @@ async def _wait(
                 await relay
 
 
-async def _until_answerable(engine: TaskEngine, task_id: str, scope: str | None) -> GetTaskResult:
+async def _until_answerable(
+    engine: TaskEngine, task_id: str, scope: str | None, seen: GetTaskResult | None = None
+) -> GetTaskResult:
     """The task once it ended or asks; a Temporal that is briefly away only delays it.
 
     The task exists and runs on without this request, so a transient failure of a
     read is waited out (the client's own timeout or cancel bounds the wait).
     """
     while True:
+        watching = watch(engine, task_id, scope, seen=seen, started=seen is not None)
+        seen = None  # a watch again after a failed read starts from a fresh read
         try:
-            async with contextlib.aclosing(watch(engine, task_id, scope)) as views:
+            async with contextlib.aclosing(watching) as views:
                 async for view in views:
                     if view.status in TERMINAL_STATUSES or (
                         view.status == "input_required" and view.input_requests

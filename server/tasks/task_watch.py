@@ -91,12 +91,19 @@ async def watch(
     *,
     progress: bool = False,
     seen: GetTaskResult | None = None,
+    started: bool = False,
 ) -> AsyncIterator[GetTaskResult]:
     """Yield the task now, then each time it changes, ending with its terminal state.
 
     With ``seen`` (a view the caller already has), only changes after it are
     yielded. An unknown task, or another caller's, raises the same ``-32602``
     as ``tasks/get`` before anything is yielded.
+
+    ``started``: ``seen`` is the ``working`` view its start answered (or one
+    read since), so the start event at the head of the history is no news: a
+    first page of the start and other invisible events costs no read. Without
+    it, that page costs a ``describe`` that finds the task as ``seen`` shows it
+    (a durable synchronous call paid one every call).
     """
     current = seen
     if current is None:
@@ -106,6 +113,7 @@ async def watch(
         return
     history = HistoryTail(engine, workflow_id_for(task_id, scope, engine.scope_secret))
     waiting: asyncio.Task[list[HistoryEvent] | None] | None = None
+    known = _INVISIBLE | {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED} if started else None
     try:
         while not is_terminal(current):
             if waiting is None:
@@ -118,8 +126,11 @@ async def watch(
             if waiting in done:
                 events = waiting.result()
                 waiting = None
-                if events is None or not _may_show(events):
-                    continue  # the window ended, or nothing a client sees changed
+                if events is None:
+                    continue  # the window ended
+                invisible, known = known or _INVISIBLE, None  # the start: first page only
+                if not _may_show(events, invisible):
+                    continue  # nothing a client sees changed
                 latest = await _completed_view(engine, task_id, events)
             if latest is None:
                 latest = await engine.get(task_id, scope)
@@ -133,12 +144,12 @@ async def watch(
                 await waiting
 
 
-def _may_show(events: list[HistoryEvent]) -> bool:
+def _may_show(events: list[HistoryEvent], invisible: frozenset[int] = _INVISIBLE) -> bool:
     """Whether ``events`` (new at the history's end) can change what ``tasks/get`` shows.
 
     No events is a run that closed before this watch saw it: read.
     """
-    return not events or any(event.event_type not in _INVISIBLE for event in events)
+    return not events or any(event.event_type not in invisible for event in events)
 
 
 async def _completed_view(
