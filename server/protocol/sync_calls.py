@@ -60,7 +60,7 @@ from fastmcp_temporal.server.protocol.sync_progress import progress_token, relay
 from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient, temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
-from fastmcp_temporal.server.tasks.task_watch import watch
+from fastmcp_temporal.server.tasks.task_watch import HistoryTail, SharedTail, watch
 
 #: How long the wait pauses after Temporal failed a read transiently.
 TRANSIENT_RETRY_S = 1.0
@@ -144,11 +144,16 @@ async def _wait(
     ``seen``: a ``working`` view of the task this request already has (its creation).
     """
     relay: asyncio.Task[None] | None = None
+    shared: SharedTail | None = None
     if progress_token(context) is not None:
+        # The relay and the wait read one history: one long poll at a time serves both.
         workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
-        relay = asyncio.create_task(relay_progress(engine, workflow_id, context))
+        shared = SharedTail(HistoryTail(engine, workflow_id))
+        relay = asyncio.create_task(
+            relay_progress(engine, workflow_id, context, tail=shared.reader())
+        )
     try:
-        return await _until_answerable(engine, task_id, scope, seen)
+        return await _until_answerable(engine, task_id, scope, seen, shared)
     except BaseException:
         if _compat.peer_cancelled(context):
             # The client cancelled this request: the task is its work, cancel it too.
@@ -160,10 +165,16 @@ async def _wait(
             relay.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await relay
+        if shared is not None:
+            await shared.close()
 
 
 async def _until_answerable(
-    engine: TaskEngine, task_id: str, scope: str | None, seen: GetTaskResult | None = None
+    engine: TaskEngine,
+    task_id: str,
+    scope: str | None,
+    seen: GetTaskResult | None = None,
+    shared: SharedTail | None = None,
 ) -> GetTaskResult:
     """The task once it ended or asks; a Temporal that is briefly away only delays it.
 
@@ -171,7 +182,9 @@ async def _until_answerable(
     read is waited out (the client's own timeout or cancel bounds the wait).
     """
     while True:
-        watching = watch(engine, task_id, scope, seen=seen, started=seen is not None)
+        # A shared tail's reader is made before the watch reads: no answer falls between.
+        tail = shared.reader() if shared is not None else None
+        watching = watch(engine, task_id, scope, seen=seen, started=seen is not None, tail=tail)
         seen = None  # a watch again after a failed read starts from a fresh read
         try:
             async with contextlib.aclosing(watching) as views:
@@ -184,6 +197,9 @@ async def _until_answerable(
             if not is_transient(err):
                 raise
             await asyncio.sleep(TRANSIENT_RETRY_S)
+        finally:
+            if shared is not None and tail is not None:
+                shared.drop(tail)
 
 
 async def _answer(
