@@ -187,7 +187,30 @@ async def raw_history(address: str) -> list[Any]:
         return [event async for event in handle.fetch_history_events()]
 
 
-async def main(n: int) -> None:
+def wait_as_before() -> None:
+    """The wait as before commit 3c06cb6: its watch gets no ``seen`` view (a read first)."""
+    fresh = sync_calls.watch
+
+    def watch(engine: Any, task_id: str, scope: Any, **_: Any) -> Any:
+        return fresh(engine, task_id, scope)
+
+    sync_calls.watch = watch
+
+
+def relay_with_its_own_tail() -> None:
+    """The progress relay as before ``SharedTail``: its own long polls beside the wait's."""
+    shared = sync_calls.relay_progress
+
+    async def relay(engine: Any, workflow_id: str, context: Any, tail: Any = None) -> None:
+        await shared(engine, workflow_id, context)
+
+    sync_calls.relay_progress = relay
+
+
+async def main(n: int, progress: bool, before: bool) -> None:
+    if before:
+        wait_as_before()
+        relay_with_its_own_tail()
     instrument()
     async with AsyncExitStack() as stack:
         data_dir = tempfile.mkdtemp(prefix="bench-sync-breakdown-")
@@ -215,6 +238,7 @@ async def main(n: int) -> None:
                 "tools/call",
                 {"name": "echo_plain_short", "arguments": {"text": str(i)}},
                 declare_tasks=False,
+                meta={"progressToken": f"p{i}"} if progress else None,
             )
             total = time.perf_counter() - began
             if i >= 10:  # warm-up calls are not measured
@@ -230,7 +254,10 @@ async def main(n: int) -> None:
     names: list[str] = []
     for measured, _, _ in calls:
         names += [name for name in measured if name not in names]
-    print(f"n = {n} calls, one at a time, after 10 warm-up calls; p50 per call in ms\n")
+    token = (", each with a progressToken" if progress else "") + (
+        ", the wait and relay as before this branch" if before else ""
+    )
+    print(f"n = {n} calls{token}, one at a time, after 10 warm-up calls; p50 per call in ms\n")
     print("| phase | p50 ms | mean ms |")
     print("|---|---|---|")
     totals = [total for _, _, total in calls]
@@ -266,4 +293,9 @@ async def main(n: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=60)
-    asyncio.run(main(parser.parse_args().n))
+    parser.add_argument(
+        "--progress", action="store_true", help="each call carries a progressToken (as hosts send)"
+    )
+    parser.add_argument("--before", action="store_true", help="as before this branch")
+    args = parser.parse_args()
+    asyncio.run(main(args.n, args.progress, args.before))
