@@ -46,10 +46,12 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -68,6 +70,7 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.embedded.devserver import free_port
+from fastmcp_temporal.server.protocol import sync_calls
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -289,6 +292,27 @@ class System:
     backend_pid: Callable[[], int | None]
     finish: Get | None = None
     delay: Delay | None = None
+    #: Entered around each of this row's measurements (rows are measured one at a time).
+    setup: Callable[[], Any] | None = None
+
+
+@contextmanager
+def durable_sync_before() -> Iterator[None]:
+    """Durable sync calls as before commit 3c06cb6: the wait opens with a ``tasks/get`` read.
+
+    Its watch is given no ``seen`` view, so it reads the task first and reads
+    again on the history's first page (the start event): two ``describe`` per call.
+    """
+    fresh = sync_calls.watch
+
+    def watch(engine: Any, task_id: str, scope: Any, **_: Any) -> Any:
+        return fresh(engine, task_id, scope)
+
+    sync_calls.watch = watch
+    try:
+        yield
+    finally:
+        sync_calls.watch = fresh
 
 
 @dataclass
@@ -417,6 +441,54 @@ async def spec_client_systems(
         System(HTTP_SYNC_FLOOR, *http_sync_call(wire), lambda: None),
         System(OURS_DURABLE_SYNC, *http_durable_sync_call(wire, "echo_plain"), dev_pid),
         System(OURS_DURABLE_SYNC_SHORT, *http_durable_sync_call(wire, "echo_plain_short"), dev_pid),
+        System(
+            OURS_DURABLE_SYNC_BEFORE,
+            *http_durable_sync_call(wire, "echo_plain"),
+            dev_pid,
+            setup=durable_sync_before,
+        ),
+        System(
+            OURS_DURABLE_SYNC_SHORT_BEFORE,
+            *http_durable_sync_call(wire, "echo_plain_short"),
+            dev_pid,
+            setup=durable_sync_before,
+        ),
+    ]
+
+
+async def apart_systems(
+    stack: AsyncExitStack, address: str, dev_pid: Callable[[], int | None]
+) -> list[System]:
+    """Durable sync calls to a front end with ``run_worker=False``, its worker in its own process.
+
+    No eager start: each workflow task goes through the worker's poller. The
+    worker's CPU is neither this process's nor the backend's (not counted).
+    """
+    queue = f"bench-apart-{uuid.uuid4().hex[:8]}"
+    worker = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("echo_worker.py")), address, queue],
+        stdout=subprocess.PIPE,
+    )
+    stack.callback(worker.wait, 30)
+    stack.callback(worker.terminate)
+    assert worker.stdout is not None and worker.stdout.readline().strip() == b"ready"
+    front_end = TemporalTasks(address=address, task_queue=queue, run_worker=False)
+    served = echo_server(front_end, "bench-apart", adaptive=True)
+    url = await stack.enter_async_context(run_server_async(served))
+    logging.getLogger("uvicorn.access").disabled = True  # each server's start turns it on again
+    http = await stack.enter_async_context(
+        httpx.AsyncClient(
+            timeout=httpx.Timeout(60, read=None), limits=httpx.Limits(keepalive_expiry=1.0)
+        )
+    )
+    wire = McpHttp(url, http)
+    return [
+        System(OURS_DURABLE_SYNC_APART, *http_durable_sync_call(wire, "echo_plain"), dev_pid),
+        System(
+            OURS_DURABLE_SYNC_SHORT_APART,
+            *http_durable_sync_call(wire, "echo_plain_short"),
+            dev_pid,
+        ),
     ]
 
 
@@ -437,13 +509,18 @@ async def main(
             System(SYNC_FLOOR, *mcp_sync_call(ours), lambda: None),
         ]
         systems += await spec_client_systems(stack, data_dir, lambda: dev_pid)
+
+        def wanted(name: str) -> bool:
+            return not only or any(part in name for part in only)
+
+        if wanted(OURS_DURABLE_SYNC_APART) or wanted(OURS_DURABLE_SYNC_SHORT_APART):
+            address = extension.dev_server.address
+            systems += await apart_systems(stack, address, lambda: dev_pid)
         # 2. The raw engine on the same dev server.
         systems += await raw_systems(stack, extension.dev_server.address, lambda: dev_pid)
 
         # 3. The peer: fastmcp-tasks on Docket, memory:// and Redis with AOF (started
         # only when a row of it is measured: `--only` rows of ours need no redis-server).
-        def wanted(name: str) -> bool:
-            return not only or any(part in name for part in only)
 
         if wanted(PEER_MEMORY):
             memory = await stack.enter_async_context(
@@ -458,16 +535,18 @@ async def main(
             systems = [s for s in systems if any(part in s.name for part in only)]
 
         for system in systems:
-            await warm_up(system)
+            with system.setup() if system.setup else nullcontext():
+                await warm_up(system)
         totals = {(s.name, c): Totals() for s in systems for c in concurrencies}
         for concurrency in concurrencies:
             # Round-robin, so that a slow spell of the machine hits every row alike.
             for round_number in range(rounds):
                 for system in systems:
                     share = n // rounds + (1 if round_number < n % rounds else 0)
-                    await measure_once(
-                        system, totals[system.name, concurrency], share, concurrency, poll_s
-                    )
+                    with system.setup() if system.setup else nullcontext():
+                        await measure_once(
+                            system, totals[system.name, concurrency], share, concurrency, poll_s
+                        )
             for system in systems:
                 print(totals[system.name, concurrency].text(system.name, concurrency), flush=True)
 
@@ -502,6 +581,21 @@ SYNC_FLOOR = "FastMCP synchronous `tools/call`, no task (the MCP path alone)"
 HTTP_SYNC_FLOOR = "FastMCP synchronous `tools/call` over HTTP, no task (the HTTP path alone)"
 OURS_DURABLE_SYNC = "fastmcp-temporal, HTTP client without the tasks extension (durable sync call)"
 OURS_DURABLE_SYNC_SHORT = "fastmcp-temporal, durable sync call, a short tool (local legs)"
+OURS_DURABLE_SYNC_APART = "fastmcp-temporal, durable sync call, separate worker process"
+OURS_DURABLE_SYNC_SHORT_APART = (
+    "fastmcp-temporal, durable sync call, a short tool (local legs), separate worker process"
+)
+OURS_DURABLE_SYNC_BEFORE = OURS_DURABLE_SYNC + ", before (a read before the wait)"
+OURS_DURABLE_SYNC_SHORT_BEFORE = OURS_DURABLE_SYNC_SHORT + ", before (a read before the wait)"
+#: The issue's targets are set against this row (eager start + local activity + ``result()``).
+DURABLE_SYNC_ROWS = (
+    OURS_DURABLE_SYNC,
+    OURS_DURABLE_SYNC_SHORT,
+    OURS_DURABLE_SYNC_BEFORE,
+    OURS_DURABLE_SYNC_SHORT_BEFORE,
+    OURS_DURABLE_SYNC_APART,
+    OURS_DURABLE_SYNC_SHORT_APART,
+)
 #: Our rows, each set against the best raw row and the best raw row polled like MCP clients poll.
 OURS_ROWS = (
     OURS,
@@ -511,6 +605,8 @@ OURS_ROWS = (
     OURS_LISTEN_SHORT,
     OURS_DURABLE_SYNC,
     OURS_DURABLE_SYNC_SHORT,
+    OURS_DURABLE_SYNC_APART,
+    OURS_DURABLE_SYNC_SHORT_APART,
 )
 
 
@@ -541,13 +637,18 @@ def print_ratios(
                 )
         if (eager_local := RAW_EAGER_LOCAL) in at:
             floor = pct(at[eager_local].run.e2e, 0.5)
-            for name in (OURS_DURABLE_SYNC, OURS_DURABLE_SYNC_SHORT):
-                if name in at:
-                    ours = pct(at[name].run.e2e, 0.5)
-                    print(
-                        f"| end to end p50 {name} - {eager_local} (target <= 10 ms) | "
-                        f"{concurrency} | {ours:.1f} - {floor:.1f} = **{ours - floor:+.1f} ms** |"
-                    )
+            raw_rate = at[eager_local].tasks_per_s
+            for name in (name for name in DURABLE_SYNC_ROWS if name in at):
+                ours = pct(at[name].run.e2e, 0.5)
+                print(
+                    f"| end to end p50 {name} - {eager_local} (target <= 10 ms) | "
+                    f"{concurrency} | {ours:.1f} - {floor:.1f} = **{ours - floor:+.1f} ms** |"
+                )
+                rate = at[name].tasks_per_s
+                print(
+                    f"| throughput {name} / {eager_local} (target >= 0.8 x) | {concurrency} | "
+                    f"{rate:.1f} / {raw_rate:.1f} = **{rate / raw_rate:.2f} x** |"
+                )
         if RAW_START not in at:
             continue
         start = pct(at[RAW_START].run.creates, 0.5)

@@ -29,7 +29,11 @@ class McpHttp:
         self.url, self.http, self._ids = url, http, itertools.count(1)
 
     def _request(
-        self, method: str, params: dict[str, Any], declare_tasks: bool = True
+        self,
+        method: str,
+        params: dict[str, Any],
+        declare_tasks: bool = True,
+        meta: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], dict[str, str]]:
         params = dict(params)
         capabilities: dict[str, Any] = {"extensions": {TASKS: {}}} if declare_tasks else {}
@@ -37,6 +41,7 @@ class McpHttp:
             "io.modelcontextprotocol/protocolVersion": PROTOCOL,
             "io.modelcontextprotocol/clientCapabilities": capabilities,
             "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+            **(meta or {}),
         }
         headers = {
             "Accept": "application/json, text/event-stream",
@@ -50,13 +55,19 @@ class McpHttp:
         return body, headers
 
     async def result(
-        self, method: str, params: dict[str, Any], *, declare_tasks: bool = True
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        declare_tasks: bool = True,
+        meta: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One request; its JSON-RPC result (an error raises).
 
         ``declare_tasks=False``: a client without the tasks extension, as most hosts are.
+        ``meta``: more ``_meta`` entries (e.g. a ``progressToken``).
         """
-        body, headers = self._request(method, params, declare_tasks)
+        body, headers = self._request(method, params, declare_tasks, meta)
         response = await self.http.post(self.url, json=body, headers=headers)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             lines = [line for line in response.text.splitlines() if line.startswith("data:")]

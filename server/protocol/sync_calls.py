@@ -60,7 +60,7 @@ from fastmcp_temporal.server.protocol.sync_progress import progress_token, relay
 from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient, temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
-from fastmcp_temporal.server.tasks.task_watch import watch
+from fastmcp_temporal.server.tasks.task_watch import HistoryTail, SharedTail, watch
 
 #: How long the wait pauses after Temporal failed a read transiently.
 TRANSIENT_RETRY_S = 1.0
@@ -80,6 +80,7 @@ async def call_durably(
     if needs_live_request(await registered_component(context.fastmcp, tool)):
         return await call_next()
     scope = task_scope()
+    seen: GetTaskResult | None = None
     request_state = context.request_state
     if request_state is not None and mrtr.is_ours(request_state):
         with metrics.request("tools/call"), temporal_busy_as_error("tools/call"):
@@ -91,8 +92,13 @@ async def call_durably(
         with metrics.creating(tool.name), temporal_busy_as_error("tools/call"):
             created = await create_task(engine, tool, dict(params.arguments or {}), context)
         task_id = created.task_id
+        if created.status == "working":
+            # What the start (or the key's existing task) answered: the wait's first
+            # read would find the same, so it is skipped (``watch(started=True)``).
+            seen = GetTaskResult.model_validate(created.model_dump(exclude={"result_type"}))
     while True:
-        view = await _wait(engine, task_id, scope, context)
+        view = await _wait(engine, task_id, scope, context, seen)
+        seen = None
         questions = view.input_requests or {}
         if view.status != "input_required" or not can_ask_live(context, questions):
             break
@@ -127,15 +133,27 @@ async def _cancelling_on_failure(
 
 
 async def _wait(
-    engine: TaskEngine, task_id: str, scope: str | None, context: Context
+    engine: TaskEngine,
+    task_id: str,
+    scope: str | None,
+    context: Context,
+    seen: GetTaskResult | None = None,
 ) -> GetTaskResult:
-    """The task once it ends or asks, relaying its progress; cancelled if the client cancels."""
+    """The task once it ends or asks, relaying its progress; cancelled if the client cancels.
+
+    ``seen``: a ``working`` view of the task this request already has (its creation).
+    """
     relay: asyncio.Task[None] | None = None
+    shared: SharedTail | None = None
     if progress_token(context) is not None:
+        # The relay and the wait read one history: one long poll at a time serves both.
         workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
-        relay = asyncio.create_task(relay_progress(engine, workflow_id, context))
+        shared = SharedTail(HistoryTail(engine, workflow_id))
+        relay = asyncio.create_task(
+            relay_progress(engine, workflow_id, context, tail=shared.reader())
+        )
     try:
-        return await _until_answerable(engine, task_id, scope)
+        return await _until_answerable(engine, task_id, scope, seen, shared)
     except BaseException:
         if _compat.peer_cancelled(context):
             # The client cancelled this request: the task is its work, cancel it too.
@@ -147,17 +165,29 @@ async def _wait(
             relay.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await relay
+        if shared is not None:
+            await shared.close()
 
 
-async def _until_answerable(engine: TaskEngine, task_id: str, scope: str | None) -> GetTaskResult:
+async def _until_answerable(
+    engine: TaskEngine,
+    task_id: str,
+    scope: str | None,
+    seen: GetTaskResult | None = None,
+    shared: SharedTail | None = None,
+) -> GetTaskResult:
     """The task once it ended or asks; a Temporal that is briefly away only delays it.
 
     The task exists and runs on without this request, so a transient failure of a
     read is waited out (the client's own timeout or cancel bounds the wait).
     """
     while True:
+        # A shared tail's reader is made before the watch reads: no answer falls between.
+        tail = shared.reader() if shared is not None else None
+        watching = watch(engine, task_id, scope, seen=seen, started=seen is not None, tail=tail)
+        seen = None  # a watch again after a failed read starts from a fresh read
         try:
-            async with contextlib.aclosing(watch(engine, task_id, scope)) as views:
+            async with contextlib.aclosing(watching) as views:
                 async for view in views:
                     if view.status in TERMINAL_STATUSES or (
                         view.status == "input_required" and view.input_requests
@@ -167,6 +197,9 @@ async def _until_answerable(engine: TaskEngine, task_id: str, scope: str | None)
             if not is_transient(err):
                 raise
             await asyncio.sleep(TRANSIENT_RETRY_S)
+        finally:
+            if shared is not None and tail is not None:
+                shared.drop(tail)
 
 
 async def _answer(

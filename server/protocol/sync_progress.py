@@ -37,7 +37,7 @@ from temporalio.service import RPCError
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.task_records import describe_raw
-from fastmcp_temporal.server.tasks.task_watch import HistoryTail
+from fastmcp_temporal.server.tasks.task_watch import HistoryTail, Tail
 from fastmcp_temporal.workflows.models import LOCAL_LEG_PROGRESS_SIGNAL, LocalLegProgress
 
 logger = logging.getLogger(__name__)
@@ -57,9 +57,15 @@ def progress_token(context: Context) -> str | int | None:
     return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
-async def relay_progress(engine: TaskEngine, workflow_id: str, context: Context) -> None:
-    """Send each new report of the task's body to the client, until cancelled."""
-    tail = HistoryTail(engine, workflow_id)
+async def relay_progress(
+    engine: TaskEngine, workflow_id: str, context: Context, tail: Tail | None = None
+) -> None:
+    """Send each new report of the task's body to the client, until cancelled.
+
+    ``tail``: the history's new events when the wait shares its long polls
+    (``task_watch.SharedTail``); by default a ``HistoryTail`` of its own.
+    """
+    tail = tail or HistoryTail(engine, workflow_id)
     last: Report | None = None
     waiting: asyncio.Task[list[HistoryEvent] | None] | None = None
     try:
