@@ -80,6 +80,24 @@ def stored_bytes(data_dir: Path) -> bytes:
     return b"".join(path.read_bytes() for path in sorted(data_dir.rglob("*")) if path.is_file())
 
 
+def creds_worker(data_dir: str | Path, secrets: Secrets, log: Path, *options: str) -> Process:
+    """``fastmcp-temporal worker`` of ``creds_server.py`` on ``data_dir``, with no key setting
+    of its own: it finds the key in the folder, as a separate worker process does."""
+    return Process(
+        "worker",
+        [
+            str(BIN / "fastmcp-temporal"),
+            "worker",
+            "tests/processes/creds_server.py",
+            "--data-dir",
+            str(data_dir),
+            *options,
+        ],
+        {"CREDS_TOKEN": secrets.token, "CREDS_API_KEY": secrets.api_key},
+        log,
+    )
+
+
 @pytest.mark.parametrize("sealed", [True, False], ids=["default", "control-in-clear"])
 async def test_the_embedded_default_stores_no_token_and_the_tool_still_sees_it(
     sealed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -122,18 +140,7 @@ async def test_a_worker_process_of_the_data_directory_opens_what_the_front_end_s
         api_key=secrets.api_key,
     )
     async with Client(front):  # starts the embedded server the worker joins
-        worker = Process(
-            "worker",
-            [
-                str(BIN / "fastmcp-temporal"),
-                "worker",
-                "tests/processes/creds_server.py",
-                "--data-dir",
-                str(data_dir),
-            ],
-            {"CREDS_TOKEN": secrets.token, "CREDS_API_KEY": secrets.api_key},
-            tmp_path / "worker.log",
-        )
+        worker = creds_worker(data_dir, secrets, tmp_path / "worker.log")
         try:
             await worker.wait_for_output(READY_LINE)
             seen, _ = await call_whoami(front, secrets)
@@ -157,19 +164,8 @@ async def test_the_plugins_temporal_tasks_seals_like_the_embedded_default_for_it
     caller restored, and the history holds neither the token nor the API key."""
     secrets = Secrets()
     front = build(temporal_tasks(run_worker=False), token=secrets.token, api_key=secrets.api_key)
-    worker = Process(
-        "worker",
-        [
-            str(BIN / "fastmcp-temporal"),
-            "worker",
-            "tests/processes/creds_server.py",
-            "--data-dir",
-            temporal_server.data_dir,
-            "--task-queue",
-            task_queue,
-        ],
-        {"CREDS_TOKEN": secrets.token, "CREDS_API_KEY": secrets.api_key},
-        tmp_path / "worker.log",
+    worker = creds_worker(
+        temporal_server.data_dir, secrets, tmp_path / "worker.log", "--task-queue", task_queue
     )
     try:
         await worker.wait_for_output(READY_LINE)
