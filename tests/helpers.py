@@ -19,6 +19,7 @@ from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowHandle
 
 from fastmcp_temporal import LegPolicy, TemporalTasks
+from tests import forks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,9 +60,9 @@ def front_end(
     return mcp
 
 
-def spawn(*module_args: str) -> subprocess.Popen[bytes]:
+def spawn(*module_args: str) -> forks.Child:
     """``python -m <module_args>`` from the repository root, in its own process group."""
-    return subprocess.Popen(
+    return forks.popen(
         [sys.executable, "-m", *module_args],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
@@ -70,12 +71,12 @@ def spawn(*module_args: str) -> subprocess.Popen[bytes]:
     )
 
 
-def spawn_worker(address: str, task_queue: str, server_module: str) -> subprocess.Popen[bytes]:
+def spawn_worker(address: str, task_queue: str, server_module: str) -> forks.Child:
     """A worker process for ``server_module``'s ``mcp`` (see ``tests.processes.worker``)."""
     return spawn("tests.processes.worker", address, task_queue, server_module)
 
 
-def kill(process: subprocess.Popen[bytes]) -> None:
+def kill(process: forks.Child) -> None:
     """SIGKILL the process group (a crash, not a shutdown) and reap it."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)

@@ -21,6 +21,7 @@ from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.embedded import shared
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.testing import shared_temporal
+from tests import forks
 from tests.processes.running import BIN, ROOT, Process
 
 WORKER_SERVER = str(ROOT / "examples" / "demo_server.py")
@@ -29,7 +30,7 @@ WORKER_SERVER = str(ROOT / "examples" / "demo_server.py")
 def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
     environment.pop("FASTMCP_TEMPORAL_DATA_DIR", None)
-    return subprocess.run(
+    return forks.run(
         [str(BIN / "fastmcp-temporal"), *args],
         cwd=cwd,
         env={**environment, **env},
@@ -136,7 +137,7 @@ def closed_pipe(cwd: Path) -> subprocess.CompletedProcess[str]:
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        process = subprocess.Popen(
+        process = forks.popen(
             [str(BIN / "fastmcp-temporal"), "tasks", "list"],
             cwd=cwd,
             stdout=write_end,

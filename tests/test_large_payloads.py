@@ -51,6 +51,7 @@ from fastmcp_temporal.server.payloads.payload_store import (
 from fastmcp_temporal.server.payloads.payload_sweep import DiskPayloadSweeper
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.server.tasks.starter import ToolOptions
+from tests import forks
 from tests.helpers import eventually
 from tests.processes.big_server import blob_text, build
 from tests.processes.big_workflows import BigReport, write_report
@@ -288,7 +289,7 @@ def s3_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A real S3-compatible HTTP server (moto), and ``AWS_*`` pointing at it."""
     pytest.importorskip("moto.server", reason="the test extra installs moto[server]")
     port = free_port()
-    process = subprocess.Popen(
+    process = forks.popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -35,13 +35,14 @@ from fastmcp_temporal.server.tasks.engine import mint_task_id, workflow_id_for
 from fastmcp_temporal.server.tasks.starter import ToolOptions
 from fastmcp_temporal.server.temporal import connection
 from fastmcp_temporal.workflows.models import WORKFLOW_TYPE, TaskStart
+from tests import forks
 from tests.processes.running import BIN, ROOT
 from tests.test_isolation_and_bad_input import wait_for
 from tests.wire import RawMcp
 
 
 def cli(address: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forks.run(
         [str(BIN / "fastmcp-temporal"), *args, "--address", address],
         cwd=ROOT,
         capture_output=True,
@@ -202,7 +203,7 @@ async def test_one_trace_from_tools_call_into_the_leg_and_no_poll_noise(
 ) -> None:
     pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
     probe = await asyncio.to_thread(
-        subprocess.run,
+        forks.run,
         [sys.executable, "-m", "tests.processes.otel_probe", temporal_server.address, task_queue],
         cwd=ROOT,
         capture_output=True,
@@ -385,7 +386,7 @@ async def test_show_and_cancel_take_a_task_id_that_starts_with_a_dash(
         )
         address = temporal_server.address
         shown = await asyncio.to_thread(
-            subprocess.run,
+            forks.run,
             [str(BIN / "fastmcp-temporal"), "tasks", "show", "--address", address, task_id],
             cwd=ROOT,
             capture_output=True,

@@ -31,6 +31,7 @@ from fastmcp_temporal.server.cli.worker import READY_LINE
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.server.tasks.starter import ToolOptions
 from fastmcp_temporal.server.temporal.versioning import BUILD_ID_ENV, DEPLOYMENT_NAME_ENV
+from tests import forks
 from tests.processes import versioned_server
 from tests.processes.running import BIN, ROOT, Process
 from tests.wire import RawMcp
@@ -354,7 +355,7 @@ def test_the_version_comes_from_arguments_then_the_environment(
 
 def test_a_half_configured_worker_refuses_to_start(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in (DEPLOYMENT_NAME_ENV, BUILD_ID_ENV)}
-    done = subprocess.run(
+    done = forks.run(
         [str(BIN / "fastmcp-temporal"), "worker", SERVER, "--build-id", "B"],
         env={**env, "TEMPORAL_ADDRESS": "127.0.0.1:1"},
         capture_output=True,

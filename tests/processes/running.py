@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 from fastmcp_temporal.server.embedded.devserver import free_port
+from tests import forks
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BIN = Path(sys.executable).parent
@@ -35,7 +36,7 @@ class Process:
         self.name = name
         self.log = log
         with open(log, "wb") as out:
-            self.popen = subprocess.Popen(
+            self.popen = forks.popen(
                 list(args),
                 cwd=cwd,
                 env={**os.environ, **env},
