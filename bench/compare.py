@@ -20,7 +20,8 @@ then polling it every ``--poll-ms`` until it is terminal (or as a row says).
   A synchronous ``tools/call`` over the same HTTP path is their floor; a
   ``tools/call`` of a ``task=True`` tool *without* the tasks extension is a
   durable synchronous call (the task's workflow, answered at its end), also
-  for the short tool.
+  for the short tool; its *before* rows run the task workflow in Temporal's
+  sandbox, as it ran before it became ``sandboxed=False`` (``sandbox_toggle``).
 - **raw engine** on the *same* dev server: plain ``temporalio`` client and
   worker, one workflow with one activity; also with a local activity, and with
   eager workflow start (and both). ``start_workflow`` is "create"; a row either
@@ -50,8 +51,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -65,12 +66,12 @@ from fastmcp.utilities.tests import run_server_async
 from fastmcp_tasks import TasksExtension, call_tool_task
 from mcp_http import McpHttp
 from raw_engine import RUNNER, EchoWorkflow, echo_activity
+from sandbox_toggle import task_workflows_sandboxed
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.embedded.devserver import free_port
-from fastmcp_temporal.server.protocol import sync_calls
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -296,25 +297,6 @@ class System:
     setup: Callable[[], Any] | None = None
 
 
-@contextmanager
-def durable_sync_before() -> Iterator[None]:
-    """Durable sync calls as before commit 3c06cb6: the wait opens with a ``tasks/get`` read.
-
-    Its watch is given no ``seen`` view, so it reads the task first and reads
-    again on the history's first page (the start event): two ``describe`` per call.
-    """
-    fresh = sync_calls.watch
-
-    def watch(engine: Any, task_id: str, scope: Any, **_: Any) -> Any:
-        return fresh(engine, task_id, scope)
-
-    sync_calls.watch = watch
-    try:
-        yield
-    finally:
-        sync_calls.watch = fresh
-
-
 @dataclass
 class Totals:
     """One row's samples, summed over the interleaved rounds."""
@@ -445,13 +427,13 @@ async def spec_client_systems(
             OURS_DURABLE_SYNC_BEFORE,
             *http_durable_sync_call(wire, "echo_plain"),
             dev_pid,
-            setup=durable_sync_before,
+            setup=task_workflows_sandboxed,
         ),
         System(
             OURS_DURABLE_SYNC_SHORT_BEFORE,
             *http_durable_sync_call(wire, "echo_plain_short"),
             dev_pid,
-            setup=durable_sync_before,
+            setup=task_workflows_sandboxed,
         ),
     ]
 
@@ -585,8 +567,8 @@ OURS_DURABLE_SYNC_APART = "fastmcp-temporal, durable sync call, separate worker 
 OURS_DURABLE_SYNC_SHORT_APART = (
     "fastmcp-temporal, durable sync call, a short tool (local legs), separate worker process"
 )
-OURS_DURABLE_SYNC_BEFORE = OURS_DURABLE_SYNC + ", before (a read before the wait)"
-OURS_DURABLE_SYNC_SHORT_BEFORE = OURS_DURABLE_SYNC_SHORT + ", before (a read before the wait)"
+OURS_DURABLE_SYNC_BEFORE = OURS_DURABLE_SYNC + ", before (task workflow sandboxed)"
+OURS_DURABLE_SYNC_SHORT_BEFORE = OURS_DURABLE_SYNC_SHORT + ", before (task workflow sandboxed)"
 #: The issue's targets are set against this row (eager start + local activity + ``result()``).
 DURABLE_SYNC_ROWS = (
     OURS_DURABLE_SYNC,
