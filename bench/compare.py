@@ -21,7 +21,9 @@ then polling it every ``--poll-ms`` until it is terminal (or as a row says).
   ``tools/call`` of a ``task=True`` tool *without* the tasks extension is a
   durable synchronous call (the task's workflow, answered at its end), also
   for the short tool; its *before* rows run the task workflow in Temporal's
-  sandbox, as it ran before it became ``sandboxed=False`` (``sandbox_toggle``).
+  sandbox, as it ran before it became ``sandboxed=False`` (``sandbox_toggle``), and
+  a bench-only row bounds what the wait's second history read costs
+  (``wait_for_close_only``).
 - **raw engine** on the *same* dev server: plain ``temporalio`` client and
   worker, one workflow with one activity; also with a local activity, and with
   eager workflow start (and both). ``start_workflow`` is "create"; a row either
@@ -51,8 +53,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -71,7 +73,11 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.server.core.wire import GetTaskResult
 from fastmcp_temporal.server.embedded.devserver import free_port
+from fastmcp_temporal.server.protocol import sync_calls
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.workflows.models import TaskView
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -297,6 +303,28 @@ class System:
     setup: Callable[[], Any] | None = None
 
 
+@contextmanager
+def wait_for_close_only() -> Iterator[None]:
+    """Bench only, an upper bound: the wait reads the history once, for the close event.
+
+    As ``result()`` does: one long poll that answers when the run closes. Not a
+    design (such a wait would never see a task park in ``input_required``); it
+    measures what the wait's second history read per call costs.
+    """
+    fresh = sync_calls.watch
+
+    async def watch(engine: Any, task_id: str, scope: Any, **_: Any) -> Any:
+        workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
+        handle = engine.client.get_workflow_handle(workflow_id, result_type=TaskView)
+        yield GetTaskResult.from_view(await handle.result())
+
+    sync_calls.watch = watch
+    try:
+        yield
+    finally:
+        sync_calls.watch = fresh
+
+
 @dataclass
 class Totals:
     """One row's samples, summed over the interleaved rounds."""
@@ -435,6 +463,12 @@ async def spec_client_systems(
             dev_pid,
             setup=task_workflows_sandboxed,
         ),
+        System(
+            OURS_DURABLE_SYNC_SHORT_CLOSE_ONLY,
+            *http_durable_sync_call(wire, "echo_plain_short"),
+            dev_pid,
+            setup=wait_for_close_only,
+        ),
     ]
 
 
@@ -569,12 +603,16 @@ OURS_DURABLE_SYNC_SHORT_APART = (
 )
 OURS_DURABLE_SYNC_BEFORE = OURS_DURABLE_SYNC + ", before (task workflow sandboxed)"
 OURS_DURABLE_SYNC_SHORT_BEFORE = OURS_DURABLE_SYNC_SHORT + ", before (task workflow sandboxed)"
+OURS_DURABLE_SYNC_SHORT_CLOSE_ONLY = (
+    OURS_DURABLE_SYNC_SHORT + ", the wait on the close event only (bench-only bound)"
+)
 #: The issue's targets are set against this row (eager start + local activity + ``result()``).
 DURABLE_SYNC_ROWS = (
     OURS_DURABLE_SYNC,
     OURS_DURABLE_SYNC_SHORT,
     OURS_DURABLE_SYNC_BEFORE,
     OURS_DURABLE_SYNC_SHORT_BEFORE,
+    OURS_DURABLE_SYNC_SHORT_CLOSE_ONLY,
     OURS_DURABLE_SYNC_APART,
     OURS_DURABLE_SYNC_SHORT_APART,
 )
