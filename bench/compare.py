@@ -20,7 +20,10 @@ then polling it every ``--poll-ms`` until it is terminal (or as a row says).
   A synchronous ``tools/call`` over the same HTTP path is their floor; a
   ``tools/call`` of a ``task=True`` tool *without* the tasks extension is a
   durable synchronous call (the task's workflow, answered at its end), also
-  for the short tool.
+  for the short tool; its *before* rows run the task workflow in Temporal's
+  sandbox, as it ran before it became ``sandboxed=False`` (``sandbox_toggle``), and
+  a bench-only row bounds what the wait's second history read costs
+  (``wait_for_close_only``).
 - **raw engine** on the *same* dev server: plain ``temporalio`` client and
   worker, one workflow with one activity; also with a local activity, and with
   eager workflow start (and both). ``start_workflow`` is "create"; a row either
@@ -65,12 +68,16 @@ from fastmcp.utilities.tests import run_server_async
 from fastmcp_tasks import TasksExtension, call_tool_task
 from mcp_http import McpHttp
 from raw_engine import RUNNER, EchoWorkflow, echo_activity
+from sandbox_toggle import task_workflows_sandboxed
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.server.core.wire import GetTaskResult
 from fastmcp_temporal.server.embedded.devserver import free_port
 from fastmcp_temporal.server.protocol import sync_calls
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.workflows.models import TaskView
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -297,16 +304,19 @@ class System:
 
 
 @contextmanager
-def durable_sync_before() -> Iterator[None]:
-    """Durable sync calls as before commit 3c06cb6: the wait opens with a ``tasks/get`` read.
+def wait_for_close_only() -> Iterator[None]:
+    """Bench only, an upper bound: the wait reads the history once, for the close event.
 
-    Its watch is given no ``seen`` view, so it reads the task first and reads
-    again on the history's first page (the start event): two ``describe`` per call.
+    As ``result()`` does: one long poll that answers when the run closes. Not a
+    design (such a wait would never see a task park in ``input_required``); it
+    measures what the wait's second history read per call costs.
     """
     fresh = sync_calls.watch
 
-    def watch(engine: Any, task_id: str, scope: Any, **_: Any) -> Any:
-        return fresh(engine, task_id, scope)
+    async def watch(engine: Any, task_id: str, scope: Any, **_: Any) -> Any:
+        workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
+        handle = engine.client.get_workflow_handle(workflow_id, result_type=TaskView)
+        yield GetTaskResult.from_view(await handle.result())
 
     sync_calls.watch = watch
     try:
@@ -445,13 +455,19 @@ async def spec_client_systems(
             OURS_DURABLE_SYNC_BEFORE,
             *http_durable_sync_call(wire, "echo_plain"),
             dev_pid,
-            setup=durable_sync_before,
+            setup=task_workflows_sandboxed,
         ),
         System(
             OURS_DURABLE_SYNC_SHORT_BEFORE,
             *http_durable_sync_call(wire, "echo_plain_short"),
             dev_pid,
-            setup=durable_sync_before,
+            setup=task_workflows_sandboxed,
+        ),
+        System(
+            OURS_DURABLE_SYNC_SHORT_CLOSE_ONLY,
+            *http_durable_sync_call(wire, "echo_plain_short"),
+            dev_pid,
+            setup=wait_for_close_only,
         ),
     ]
 
@@ -585,14 +601,18 @@ OURS_DURABLE_SYNC_APART = "fastmcp-temporal, durable sync call, separate worker 
 OURS_DURABLE_SYNC_SHORT_APART = (
     "fastmcp-temporal, durable sync call, a short tool (local legs), separate worker process"
 )
-OURS_DURABLE_SYNC_BEFORE = OURS_DURABLE_SYNC + ", before (a read before the wait)"
-OURS_DURABLE_SYNC_SHORT_BEFORE = OURS_DURABLE_SYNC_SHORT + ", before (a read before the wait)"
+OURS_DURABLE_SYNC_BEFORE = OURS_DURABLE_SYNC + ", before (task workflow sandboxed)"
+OURS_DURABLE_SYNC_SHORT_BEFORE = OURS_DURABLE_SYNC_SHORT + ", before (task workflow sandboxed)"
+OURS_DURABLE_SYNC_SHORT_CLOSE_ONLY = (
+    OURS_DURABLE_SYNC_SHORT + ", the wait on the close event only (bench-only bound)"
+)
 #: The issue's targets are set against this row (eager start + local activity + ``result()``).
 DURABLE_SYNC_ROWS = (
     OURS_DURABLE_SYNC,
     OURS_DURABLE_SYNC_SHORT,
     OURS_DURABLE_SYNC_BEFORE,
     OURS_DURABLE_SYNC_SHORT_BEFORE,
+    OURS_DURABLE_SYNC_SHORT_CLOSE_ONLY,
     OURS_DURABLE_SYNC_APART,
     OURS_DURABLE_SYNC_SHORT_APART,
 )

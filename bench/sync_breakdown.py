@@ -30,6 +30,7 @@ from fastmcp.utilities.tasks import TaskConfig
 from fastmcp.utilities.tests import run_server_async
 from mcp_http import McpHttp
 from raw_engine import RUNNER, EchoWorkflow, echo_activity
+from sandbox_toggle import task_workflows_sandboxed
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
@@ -207,12 +208,14 @@ def relay_with_its_own_tail() -> None:
     sync_calls.relay_progress = relay
 
 
-async def main(n: int, progress: bool, before: bool) -> None:
+async def main(n: int, progress: bool, before: bool, sandboxed: bool) -> None:
     if before:
         wait_as_before()
         relay_with_its_own_tail()
     instrument()
     async with AsyncExitStack() as stack:
+        if sandboxed:
+            stack.enter_context(task_workflows_sandboxed())
         data_dir = tempfile.mkdtemp(prefix="bench-sync-breakdown-")
         mcp = FastMCP("sync-breakdown")
         extension = TemporalTasks(data_dir=data_dir, ui=False)
@@ -230,7 +233,10 @@ async def main(n: int, progress: bool, before: bool) -> None:
             httpx.AsyncClient(timeout=httpx.Timeout(60, read=None))
         )
         wire = McpHttp(url, http)
+        cpu_began = 0.0
         for i in range(n + 10):
+            if i == 10:
+                cpu_began = time.process_time()
             phases.clear()
             rpcs.clear()
             began = time.perf_counter()
@@ -243,6 +249,7 @@ async def main(n: int, progress: bool, before: bool) -> None:
             total = time.perf_counter() - began
             if i >= 10:  # warm-up calls are not measured
                 calls.append((dict(phases), Counter(rpcs), total))
+        cpu_per_call = (time.process_time() - cpu_began) / n
         assert extension.dev_server is not None
         address = extension.dev_server.address
         ours_client = await TemporalClient.connect(address)
@@ -254,8 +261,10 @@ async def main(n: int, progress: bool, before: bool) -> None:
     names: list[str] = []
     for measured, _, _ in calls:
         names += [name for name in measured if name not in names]
-    token = (", each with a progressToken" if progress else "") + (
-        ", the wait and relay as before this branch" if before else ""
+    token = (
+        (", each with a progressToken" if progress else "")
+        + (", the wait and relay as before this branch" if before else "")
+        + (", the task workflow sandboxed (as before)" if sandboxed else "")
     )
     print(f"n = {n} calls{token}, one at a time, after 10 warm-up calls; p50 per call in ms\n")
     print("| phase | p50 ms | mean ms |")
@@ -271,6 +280,10 @@ async def main(n: int, progress: bool, before: bool) -> None:
             f"| {name} | {statistics.median(values) * 1000:.2f} | "
             f"{statistics.mean(values) * 1000:.2f} |"
         )
+    print(
+        f"| CPU of this process (client, server, worker: every thread), per call | "
+        f"{cpu_per_call * 1000:.2f} (mean) | |"
+    )
     print("\n| Temporal RPC from the front end | per call (mean) |")
     print("|---|---|")
     every: Counter[str] = Counter()
@@ -296,6 +309,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--progress", action="store_true", help="each call carries a progressToken (as hosts send)"
     )
-    parser.add_argument("--before", action="store_true", help="as before this branch")
+    parser.add_argument("--before", action="store_true", help="the wait as before 3c06cb6")
+    parser.add_argument(
+        "--sandboxed", action="store_true", help="the task workflow in the sandbox, as before"
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.n, args.progress, args.before))
+    asyncio.run(main(args.n, args.progress, args.before, args.sandboxed))

@@ -9,8 +9,9 @@ replaced on its own. A new module joins the part whose folder it is in; an
 import that would point upward or sideways fails here, read from the source
 (no module is imported to check).
 
-Workflow code runs in Temporal's sandbox and replays recorded histories, so
-``workflows/`` and ``activities/`` import nothing of ``server/``.
+Workflow code replays recorded histories (the task workflows outside Temporal's
+sandbox, users' workflow tools inside it), so ``workflows/`` and ``activities/``
+import nothing of ``server/``.
 """
 
 from __future__ import annotations
