@@ -210,10 +210,19 @@ async def legacy_call(url: str, key: str, runs: Path) -> dict[str, Any]:
 
 
 def answered_text(body: dict[str, Any]) -> str:
+    """The one text block of the ``CallToolResult`` in ``body["result"]``."""
     result = mcp_types.CallToolResult.model_validate(body["result"])
     (block,) = result.content
     assert isinstance(block, mcp_types.TextContent) and not result.is_error, body
     return block.text
+
+
+async def completed_text(handle: WorkflowHandle[Any, Any]) -> str:
+    """The text of the result the task's workflow ended with (what ``tasks/get`` inlines)."""
+    view = await handle.result()
+    assert view["status"] == "completed", view
+    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+    return answered_text(view)
 
 
 async def test_a_drained_front_end_answers_a_call_whose_task_ends_within_its_grace(
@@ -237,9 +246,9 @@ async def test_a_drained_front_end_answers_a_call_whose_task_ends_within_its_gra
         assert await front.exit_code(timeout=60) == 128 + signal.SIGTERM
     finally:
         front.stop()
-    assert answered_text(body) == f"finished in {front.pid}"  # answered by the drained process
-    handle = await only_task(temporal_client, task_queue)
-    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+    # Answered by the drained process, with the result its task's workflow ended with.
+    assert answered_text(body) == f"finished in {front.pid}"
+    assert await completed_text(await only_task(temporal_client, task_queue)) == answered_text(body)
     (task_id,) = {t for _, t in markers(runs, "run")}
     assert markers(runs, "run") == markers(runs, "done") == [(front.pid, task_id)]  # run once
 
@@ -286,13 +295,12 @@ async def test_a_drained_front_end_hands_the_call_over_to_the_next_one(
         retry = asyncio.create_task(call(new_url, "drain-over-1", runs))
         (runs / "release").write_text("")
         body = await asyncio.wait_for(retry, timeout=60)
-        await handle.result()
-        assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+        completed = await completed_text(handle)
     finally:
         old.stop()
         if new is not None:
             new.stop()
-    assert answered_text(body) == f"finished in {new_pid}"
+    assert answered_text(body) == completed == f"finished in {new_pid}"
     assert await count_workflows(temporal_client, task_queue, 1) == 1
     # Two runs of the one task: the drained one (cut short, handed back), the new worker's.
     (task_id,) = {t for _, t in markers(runs, "run")}
