@@ -52,6 +52,7 @@ EVERY_LINE: dict[str, str] = {
     "test_sync_calls_lifecycle": "a plain call's cancellation and progress on the line's wire",
     "test_sync_calls_live": "live-request bodies and 2025-11-25 questions on the open call",
     "test_sync_calls_workflow_tools": "workflow tools called without the tasks opt-in",
+    "test_sync_calls_peer_parity": "a plain call's CallToolResult against the peer's inline run",
     "test_examples": "the examples a user of the line runs",
     "test_startup_line": "the start-up line through FastMCP's logger (get_logger, its handler)",
     "test_replay": "recorded histories decoded into the line's MCP types",

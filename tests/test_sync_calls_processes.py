@@ -6,6 +6,16 @@
   result: the body ran once (its run files count).
 - The worker running the leg is killed mid-wait: the leg runs again on another
   worker and the waiting request answers its result.
+- A front end that hosts the worker is drained (SIGTERM) mid-wait. uvicorn
+  keeps the open request for its graceful-shutdown window while the worker
+  still runs, so a task that ends within it is answered before the process
+  exits. A task still running when the request is cut (FastMCP's 2 s window
+  on 2026-07-28; at once on 2025-11-25, whose answer is an SSE stream the
+  shutdown closes) is not cancelled: the drain hands its leg back, the next
+  front end's worker runs it, and the client's retry with the same
+  ``Idempotency-Key`` there attaches and answers its result (raw JSON-RPC and a
+  FastMCP ``Client`` on 2026-07-28; on 2025-11-25 an anonymous key belongs to
+  the dead session, so the retry starts a second task: a known gap, xfail).
 - A host's local server over stdio (a FastMCP ``Client`` without the tasks
   extension, ``StdioTransport``): the call is a workflow and answers its
   result; ``notifications/cancelled`` over stdio cancels the task.
@@ -16,24 +26,32 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
+from collections.abc import Awaitable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+import mcp_types
 import pytest
-from fastmcp.client.transports import StdioTransport
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from fastmcp.utilities.tests import run_server_async
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin
+from fastmcp_temporal.activities.tool_leg import HANDED_BACK_ERROR_TYPE
 from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_HEADER
 from fastmcp_temporal.server.embedded.devserver import free_port
 from tests import helpers
 from tests.helpers import ROOT, eventually, kill, spawn, spawn_worker
 from tests.processes.crash_server import mcp as crash_server
+from tests.processes.running import Process
 from tests.test_chaos import _wait_for_http
-from tests.test_sync_calls import PlainClient, count_workflows
+from tests.test_sync_calls import PlainClient, count_workflows, workflows
 from tests.test_sync_calls_lifecycle import wait_status
 from tests.wire import RawMcp
 
@@ -134,3 +152,175 @@ async def test_over_stdio_the_call_is_a_workflow_and_cancels_with_the_request(
         with pytest.raises(asyncio.CancelledError):
             await napping
         await wait_status(temporal_client, task_queue, "cancelled", tool="nap")
+
+
+# -- a front end that hosts the worker, drained (SIGTERM) mid-wait ---------------------------------
+
+RECORD_AND_WAIT = "record_and_wait"
+SESSION_SCOPED_KEYS = (
+    "KNOWN GAP: an anonymous caller's idempotency key belongs to its Mcp-Session-Id "
+    "(server.protocol.idempotency, docs/guides/idempotency-and-quotas.md). On 2025-11-25 "
+    "the session is the drained front end's and dies with it; the retry comes in a new "
+    "session, so its key names another task: a second workflow, the body run again. "
+    "(2026-07-28 has no session: the retry attaches.)"
+)
+
+
+async def hosting_front_end(
+    address: str, task_queue: str, logs: Path, name: str, grace_s: float | None = None
+) -> tuple[Process, str]:
+    """A front end with the worker in its process, serving; ``grace_s``: uvicorn's window."""
+    port = free_port()
+    grace = [] if grace_s is None else [str(grace_s)]
+    process = Process(
+        name,
+        [sys.executable, "-m", SERVER, address, task_queue, "http-worker", str(port), *grace],
+        {},
+        logs / f"{name}.log",
+    )
+    await process.wait_for_port(port)
+    return process, f"http://127.0.0.1:{port}/mcp"
+
+
+def markers(runs: Path, kind: str) -> list[tuple[int, str]]:
+    """``(pid, task id)`` of each ``kind`` marker: ``run`` (a run began), ``done`` (one ended)."""
+    return sorted((int(p.name.split("-")[1]), p.read_text()) for p in runs.glob(f"{kind}-*"))
+
+
+async def only_task(temporal_client: TemporalClient, task_queue: str) -> WorkflowHandle[Any, Any]:
+    assert await count_workflows(temporal_client, task_queue, 1) == 1
+    (workflow_id,) = await workflows(temporal_client, task_queue)
+    return temporal_client.get_workflow_handle(workflow_id)
+
+
+async def raw_call(url: str, key: str, runs: Path) -> dict[str, Any]:
+    """A plain 2026-07-28 ``tools/call`` (answered as JSON): its JSON-RPC response."""
+    params = {"name": RECORD_AND_WAIT, "arguments": {"marker_dir": str(runs)}}
+    raw = RawMcp(url)
+    _, body = await raw.call(
+        "tools/call", params, declare_tasks=False, headers={IDEMPOTENCY_KEY_HEADER: key}
+    )
+    return body
+
+
+async def fastmcp_call(url: str, key: str, runs: Path, mode: str) -> dict[str, Any]:
+    """A FastMCP ``Client`` without the tasks extension: its result, as sent."""
+    transport = StreamableHttpTransport(url, headers={IDEMPOTENCY_KEY_HEADER: key})
+    async with PlainClient(transport, mode=mode) as client:  # type: ignore[arg-type]
+        result = await client.call_tool_mcp(RECORD_AND_WAIT, {"marker_dir": str(runs)})
+    return {"result": result.model_dump(by_alias=True, mode="json", exclude_none=True)}
+
+
+async def modern_call(url: str, key: str, runs: Path) -> dict[str, Any]:
+    return await fastmcp_call(url, key, runs, "auto")  # 2026-07-28
+
+
+async def legacy_call(url: str, key: str, runs: Path) -> dict[str, Any]:
+    return await fastmcp_call(url, key, runs, "legacy")  # 2025-11-25
+
+
+def answered_text(body: dict[str, Any]) -> str:
+    """The one text block of the ``CallToolResult`` in ``body["result"]``."""
+    result = mcp_types.CallToolResult.model_validate(body["result"])
+    (block,) = result.content
+    assert isinstance(block, mcp_types.TextContent) and not result.is_error, body
+    return block.text
+
+
+async def completed_text(handle: WorkflowHandle[Any, Any]) -> str:
+    """The text of the result the task's workflow ended with (what ``tasks/get`` inlines)."""
+    view = await handle.result()
+    assert view["status"] == "completed", view
+    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+    return answered_text(view)
+
+
+async def test_a_drained_front_end_answers_a_call_whose_task_ends_within_its_grace(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """Its window here is a minute (``uvicorn_config={"timeout_graceful_shutdown": 60}``)."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    front, url = await hosting_front_end(
+        temporal_server.address, task_queue, tmp_path, "front-end", grace_s=60
+    )
+    try:
+        waiting = asyncio.create_task(raw_call(url, "drain-finish-1", runs))
+        await eventually(lambda: len(markers(runs, "run")) == 1, timeout=60)
+        front.signal(signal.SIGTERM)
+        # uvicorn stopped listening and keeps the open request; the worker still runs.
+        await front.wait_for_output("Waiting for connections to close")
+        assert not waiting.done()
+        (runs / "release").write_text("")
+        body = await asyncio.wait_for(waiting, timeout=60)
+        assert await front.exit_code(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        front.stop()
+    # Answered by the drained process, with the result its task's workflow ended with.
+    assert answered_text(body) == f"finished in {front.pid}"
+    assert await completed_text(await only_task(temporal_client, task_queue)) == answered_text(body)
+    (task_id,) = {t for _, t in markers(runs, "run")}
+    assert markers(runs, "run") == markers(runs, "done") == [(front.pid, task_id)]  # run once
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(raw_call, id="2026-07-28-raw-json-rpc"),
+        pytest.param(modern_call, id="2026-07-28-fastmcp-client"),
+        pytest.param(
+            legacy_call,
+            id="2025-11-25-fastmcp-client",
+            marks=pytest.mark.xfail(reason=SESSION_SCOPED_KEYS, raises=AssertionError, strict=True),
+        ),
+    ],
+)
+async def test_a_drained_front_end_hands_the_call_over_to_the_next_one(
+    call: Any,
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    """A rolling deploy: the next front end is up, the old one gets SIGTERM mid-wait."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    address = temporal_server.address
+    old, old_url = await hosting_front_end(address, task_queue, tmp_path, "old")
+    new: Process | None = None
+    new_pid = 0
+    try:
+        cut: Awaitable[dict[str, Any]] = asyncio.create_task(call(old_url, "drain-over-1", runs))
+        await eventually(lambda: len(markers(runs, "run")) == 1, timeout=60)
+        new, new_url = await hosting_front_end(address, task_queue, tmp_path, "new")
+        new_pid = new.pid
+        old.signal(signal.SIGTERM)
+        with pytest.raises(Exception):  # noqa: B017 - whatever the cut request raises
+            await asyncio.wait_for(cut, timeout=60)
+        assert await old.exit_code(timeout=60) == 128 + signal.SIGTERM
+        handle = await only_task(temporal_client, task_queue)
+        # Not cancelled with the request: its leg was handed back and runs on the new worker.
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+        await eventually(lambda: len(markers(runs, "run")) == 2, timeout=60)
+
+        retry = asyncio.create_task(call(new_url, "drain-over-1", runs))
+        (runs / "release").write_text("")
+        body = await asyncio.wait_for(retry, timeout=60)
+        completed = await completed_text(handle)
+    finally:
+        old.stop()
+        if new is not None:
+            new.stop()
+    assert answered_text(body) == completed == f"finished in {new_pid}"
+    assert await count_workflows(temporal_client, task_queue, 1) == 1
+    # Two runs of the one task: the drained one (cut short, handed back), the new worker's.
+    (task_id,) = {t for _, t in markers(runs, "run")}
+    assert markers(runs, "run") == sorted([(old.pid, task_id), (new_pid, task_id)])
+    assert markers(runs, "done") == [(new_pid, task_id)]  # the body finished once
+    started = [
+        event.activity_task_started_event_attributes
+        for event in (await handle.fetch_history()).events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+    assert [s.attempt for s in started] == [2]
+    assert started[0].last_failure.application_failure_info.type == HANDED_BACK_ERROR_TYPE

@@ -1,7 +1,10 @@
 """A server whose task body records every run in a directory and then waits.
 
 Used by the crash test: the first worker process is killed mid-leg; whether a
-leg "finishes" is decided by the ``release`` file the test writes.
+leg "finishes" is decided by the ``release`` file the test writes. Each run
+leaves ``run-<pid>-<id>`` when it starts and ``done-<pid>-<id>`` when it
+finishes, both holding the task id: a run cut short (killed, drained) leaves
+only the first.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ mcp = FastMCP("crash")
 
 @mcp.tool(task=True)
 async def record_and_wait(marker_dir: str, ctx: Context) -> str:
-    runs = Path(marker_dir)
-    (runs / f"run-{os.getpid()}-{uuid.uuid4().hex}").write_text(ctx.task_id or "")
+    runs, run = Path(marker_dir), f"{os.getpid()}-{uuid.uuid4().hex}"
+    (runs / f"run-{run}").write_text(ctx.task_id or "")
     while not (runs / "release").exists():
         await asyncio.sleep(0.05)
+    (runs / f"done-{run}").write_text(ctx.task_id or "")
     return f"finished in {os.getpid()}"

@@ -1,13 +1,16 @@
 """A server for durable synchronous calls in its own process (killed, or spoken to over stdio).
 
     python -m tests.processes.sync_server ADDRESS QUEUE stdio
-    python -m tests.processes.sync_server ADDRESS QUEUE http PORT    # a front end, no worker
+    python -m tests.processes.sync_server ADDRESS QUEUE http PORT       # a front end, no worker
+    python -m tests.processes.sync_server ADDRESS QUEUE http-worker PORT [GRACE_S]   # and worker
 
 Its tools are the crash server's ``record_and_wait`` (each run recorded in a
-directory, finished by a ``release`` file) and ``nap``. Over HTTP it is a
+directory, finished by a ``release`` file) and ``nap``. Over ``http`` it is a
 stateless front end (the test runs the worker elsewhere), so killing it kills
-only the request that waits; over stdio it runs its own worker, as a host's
-local server does.
+only the request that waits; over ``http-worker`` it runs the worker too, as a
+single-process deployment does (the drain tests send it SIGTERM; ``GRACE_S`` is
+uvicorn's ``timeout_graceful_shutdown``, FastMCP's 2 s if not given); over stdio it
+runs its own worker, as a host's local server does.
 """
 
 from __future__ import annotations
@@ -21,14 +24,16 @@ from fastmcp_temporal import LegPolicy, TemporalTasks
 from tests.processes.crash_server import mcp as crash_server
 
 
-def build(address: str, task_queue: str, *, run_worker: bool) -> FastMCP:
+def build(
+    address: str, task_queue: str, *, run_worker: bool, heartbeat_timeout_s: float = 2
+) -> FastMCP:
     mcp = FastMCP("sync-process")
     mcp.add_extension(
         TemporalTasks(
             address=address,
             task_queue=task_queue,
             run_worker=run_worker,
-            leg_policy=LegPolicy(heartbeat_timeout_s=2),
+            leg_policy=LegPolicy(heartbeat_timeout_s=heartbeat_timeout_s),
         )
     )
 
@@ -43,11 +48,23 @@ def build(address: str, task_queue: str, *, run_worker: bool) -> FastMCP:
 
 def main() -> None:
     address, task_queue, transport = sys.argv[1:4]
-    mcp = build(address, task_queue, run_worker=transport == "stdio")
     if transport == "stdio":
-        mcp.run(transport="stdio", show_banner=False)
-    else:
-        mcp.run(transport="http", host="127.0.0.1", port=int(sys.argv[4]), show_banner=False)
+        build(address, task_queue, run_worker=True).run(transport="stdio", show_banner=False)
+        return
+    # Drained, not killed: the drain must hand a running leg back by itself, so a
+    # worker a loaded machine starves for a moment is never taken for a lost one.
+    hosts_worker = transport == "http-worker"
+    mcp = build(
+        address, task_queue, run_worker=hosts_worker, heartbeat_timeout_s=60 if hosts_worker else 2
+    )
+    grace = {"timeout_graceful_shutdown": float(sys.argv[5])} if len(sys.argv) > 5 else {}
+    mcp.run(
+        transport="http",
+        host="127.0.0.1",
+        port=int(sys.argv[4]),
+        show_banner=False,
+        uvicorn_config=grace,
+    )
 
 
 if __name__ == "__main__":
