@@ -14,8 +14,8 @@
   shutdown closes) is not cancelled: the drain hands its leg back, the next
   front end's worker runs it, and the client's retry with the same
   ``Idempotency-Key`` there attaches and answers its result (raw JSON-RPC and a
-  FastMCP ``Client`` on 2026-07-28; on 2025-11-25 an anonymous key belongs to
-  the dead session, so the retry starts a second task: a known gap, xfail).
+  FastMCP ``Client`` on 2026-07-28, a FastMCP ``Client`` on 2025-11-25: a sync
+  call's anonymous key does not belong to the session that died with the front end).
 - A host's local server over stdio (a FastMCP ``Client`` without the tasks
   extension, ``StdioTransport``): the call is a workflow and answers its
   result; ``notifications/cancelled`` over stdio cancels the task.
@@ -157,13 +157,6 @@ async def test_over_stdio_the_call_is_a_workflow_and_cancels_with_the_request(
 # -- a front end that hosts the worker, drained (SIGTERM) mid-wait ---------------------------------
 
 RECORD_AND_WAIT = "record_and_wait"
-SESSION_SCOPED_KEYS = (
-    "KNOWN GAP: an anonymous caller's idempotency key belongs to its Mcp-Session-Id "
-    "(server.protocol.idempotency, docs/guides/idempotency-and-quotas.md). On 2025-11-25 "
-    "the session is the drained front end's and dies with it; the retry comes in a new "
-    "session, so its key names another task: a second workflow, the body run again. "
-    "(2026-07-28 has no session: the retry attaches.)"
-)
 
 
 async def hosting_front_end(
@@ -268,11 +261,7 @@ async def test_a_drained_front_end_answers_a_call_whose_task_ends_within_its_gra
     [
         pytest.param(raw_call, id="2026-07-28-raw-json-rpc"),
         pytest.param(modern_call, id="2026-07-28-fastmcp-client"),
-        pytest.param(
-            legacy_call,
-            id="2025-11-25-fastmcp-client",
-            marks=pytest.mark.xfail(reason=SESSION_SCOPED_KEYS, raises=AssertionError, strict=True),
-        ),
+        pytest.param(legacy_call, id="2025-11-25-fastmcp-client"),
     ],
 )
 async def test_a_drained_front_end_hands_the_call_over_to_the_next_one(

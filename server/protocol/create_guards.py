@@ -41,11 +41,13 @@ async def start_guarded(
     tool_version: str | None,
     arguments: dict[str, Any],
     start: Callable[..., Awaitable[CreateTaskResult]],
+    session_bound_keys: bool = True,
 ) -> CreateTaskResult:
     """Answer a keyed retry with its task, else admit the new task and ``start`` it.
 
     ``start`` is ``TaskEngine.start`` with the call bound; the guards pass its
-    ``task_id``, ``memo`` and ``reuse_id``.
+    ``task_id``, ``memo`` and ``reuse_id``. ``session_bound_keys``: see
+    ``idempotency.keyed_call``.
     """
     keyed = idempotency.keyed_call(
         engine,
@@ -54,6 +56,7 @@ async def start_guarded(
         tool_name=tool_name,
         tool_version=tool_version,
         arguments=arguments,
+        session_bound=session_bound_keys,
     )
     reuse_id = False
     if keyed is not None and engine.quota.pool_for(tool_name) is not None:

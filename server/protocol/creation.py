@@ -156,9 +156,17 @@ def declared_capabilities(context: Context) -> dict[str, Any]:
 
 
 async def create_task(
-    engine: TaskEngine, tool: Tool, arguments: dict[str, Any], context: Context
+    engine: TaskEngine,
+    tool: Tool,
+    arguments: dict[str, Any],
+    context: Context,
+    *,
+    session_bound_keys: bool = True,
 ) -> CreateTaskResult:
-    """Validate, capture the caller, and start the task's workflow (past its guards)."""
+    """Validate, capture the caller, and start the task's workflow (past its guards).
+
+    ``session_bound_keys=False`` (durable sync calls): an anonymous caller's
+    idempotency key does not belong to its session (``idempotency``)."""
     component = await registered_component(context.fastmcp, tool)
     validated = validate_arguments(component, arguments)
     body: WorkflowBody | None = None
@@ -189,4 +197,5 @@ async def create_task(
         tool_version=tool.version,
         arguments=arguments,
         start=start,
+        session_bound_keys=session_bound_keys,
     )

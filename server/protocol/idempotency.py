@@ -26,7 +26,11 @@ scope, ``server.core.scope``): another principal's identical key derives another
 in another scope, creates its own task and learns nothing. Anonymous callers
 have no identity to scope by: their keys belong to the ``Mcp-Session-Id`` they
 send, if any, else to all anonymous callers -- then, like an anonymous task id,
-the key is a bearer secret (use a random one).
+the key is a bearer secret (use a random one). A durable synchronous call
+(``server.protocol.sync_calls``) is the exception: its key is the only handle its
+client has on the task, and a 2025-11-25 session lives in one front end, so a key
+bound to it could never reattach after that front end died -- the case the key
+is for. Its anonymous keys belong to all anonymous callers on both wires.
 
 For how long: as long as its task is readable (its TTL; a finished task too).
 After that the key is free again and the same call starts a new task -- under
@@ -117,13 +121,15 @@ def keyed_call(
     tool_name: str,
     tool_version: str | None,
     arguments: dict[str, Any],
+    session_bound: bool = True,
 ) -> KeyedCall | None:
-    """The call's key, task id and digest; ``None`` without a key."""
+    """The call's key, task id and digest; ``None`` without a key. ``session_bound``:
+    an anonymous caller's key belongs to its ``Mcp-Session-Id`` (not for sync calls)."""
     key = requested_key(context)
     if key is None:
         return None
     session = None
-    if scope is None:
+    if scope is None and session_bound:
         session = get_http_headers(include_all=True).get(_SESSION_HEADER)
     secret = engine.scope_secret or _UNKEYED
     names = _canonical([engine.task_queue, scope, session, key])

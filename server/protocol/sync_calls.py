@@ -90,7 +90,9 @@ async def call_durably(
     else:
         # Measured as a task's creation; the wait below is not part of it.
         with metrics.creating(tool.name), temporal_busy_as_error("tools/call"):
-            created = await create_task(engine, tool, dict(params.arguments or {}), context)
+            created = await create_task(
+                engine, tool, dict(params.arguments or {}), context, session_bound_keys=False
+            )
         task_id = created.task_id
         if created.status == "working":
             # What the start (or the key's existing task) answered: the wait's first
