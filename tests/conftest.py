@@ -29,7 +29,7 @@ from fastmcp_temporal import DevServer
 from fastmcp_temporal.client import enable_transparent_tasks
 from fastmcp_temporal.server.core.settings import env_var
 from fastmcp_temporal.server.embedded.shared import data_directory
-from tests import exclusive, lines
+from tests import exclusive, lines, slow_first
 from tests.helpers import needs_peer
 from tests.remote_harness import RemotePeer
 
@@ -91,7 +91,8 @@ def _turn(request: pytest.FixtureRequest) -> Iterator[None]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     lines.mark_every_line(items)
-    exclusive.exclusive_first(items)
+    slow_first.longest_first(items)
+    exclusive.exclusive_first(items)  # stable: the longest after the exclusive ones
 
 
 @pytest_asyncio.fixture(params=[pytest.param("ours"), pytest.param("peer", marks=needs_peer)])

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 from collections import Counter
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from fastmcp import Client, Context, FastMCP
-from fastmcp.utilities.tasks import TaskConfig
-from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
@@ -25,6 +23,7 @@ from fastmcp_temporal.client import ToolTask, call_tool_task, update_task
 from fastmcp_temporal.server.embedded.devserver import free_port
 from tests.helpers import declares_elicitation, eventually, front_end, kill, spawn, spawn_worker
 from tests.processes.crash_server import mcp as crash_server
+from tests.processes.running import serving_on_free_port
 
 pytestmark = pytest.mark.chaos
 
@@ -161,22 +160,17 @@ async def test_restart_the_temporal_server_with_tasks_running_and_parked(
 
 @pytest.mark.exclusive  # 1000 tasks at once: tests beside it would miss their short windows
 async def test_load_1000_tasks_from_50_concurrent_http_clients(
-    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_server: DevServer, task_queue: str, tmp_path: Path
 ) -> None:
-    mcp = FastMCP("load")
-    mcp.add_extension(temporal_tasks())
-
-    @mcp.tool(task=TaskConfig(mode="required", poll_interval=timedelta(milliseconds=200)))
-    async def echo(n: int) -> int:
-        return n
-
     async def one_client(url: str, first: int) -> list[int]:
         async with Client(url) as client:
             return [
                 (await client.call_tool("echo", {"n": n})).data for n in range(first, first + 20)
             ]
 
-    async with run_server_async(mcp) as url:
+    server = [sys.executable, "-m", "tests.processes.load_server", temporal_server.address]
+    log = tmp_path / "load_server.log"
+    async with serving_on_free_port("load server", [*server, task_queue], {}, log) as url:
         results = await asyncio.gather(*(one_client(url, 20 * c) for c in range(50)))
     assert sorted(n for batch in results for n in batch) == list(range(1000))
 

@@ -1,0 +1,64 @@
+"""Start the suite's longest tests first, so that no worker is left alone with one at the end.
+
+xdist feeds its workers in collection order. A test that takes 20-60 s (most of
+it waiting on a heartbeat timeout, a drain or a restarted process) and starts in
+the last minute keeps the run open while the other workers are idle: a quiet
+run of 438 s spent its last ~100 s at 20-70 % CPU. Longest first (after the
+``exclusive`` test, ``tests.exclusive``) packs the waits under the short tests.
+
+``SLOWEST`` is the call phase of a quiet run's ``--durations`` (6 s and more),
+longest first; the command that made it:
+
+    ./dev test --durations=40 | grep -E "^[0-9.]+s call" | awk '$1 >= 6 {print $3}'
+
+A test missing from it, or one no longer slow, only costs time, never a result.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+SLOWEST = (
+    "tests/test_resilience.py::test_a_worker_without_the_key_leaves_every_task_to_one_that_has_it",
+    "tests/test_remote_durability.py::test_a_function_tool_remote_step_reattaches_after_a_crash[ours]",
+    "tests/test_resilience.py::test_four_lost_workers_during_one_leg_never_consume_the_task",
+    "tests/test_remote_durability.py::test_a_function_tool_remote_step_reattaches_after_a_crash[peer]",
+    "tests/test_remote_durability.py::test_a_killed_orchestrating_worker_reattaches_and_the_remote_body_runs_once[ours]",
+    "tests/test_remote_durability.py::test_a_killed_orchestrating_worker_reattaches_and_the_remote_body_runs_once[peer]",
+    "tests/test_orchestrator.py::test_the_orchestrator_example_runs_with_one_command",
+    "tests/test_shared_embedded.py::test_kill_9_of_the_starter_keeps_the_other_working_and_loses_no_task",
+    "tests/test_isolation_and_bad_input.py::test_random_tasks_params_are_answered_or_invalid_and_change_nothing",
+    "tests/test_chaos.py::test_kill_9_the_worker_with_20_tasks_mid_leg",
+    "tests/test_examples.py::test_the_demo_client_tours_the_demo_server",
+    "tests/test_chaos.py::test_kill_and_restart_the_mcp_server_mid_flight",
+    "tests/test_isolation_and_bad_input.py::test_a_token_expired_before_a_leg_is_not_installed_in_it",
+    "tests/test_remote_durability.py::test_a_restarted_remote_is_reattached_and_completes",
+    "tests/test_remote_stdio.py::test_a_stdio_remote_that_dies_is_started_again_by_the_next_step[ours]",
+    "tests/test_crash.py::test_killed_worker_mid_leg_is_replaced_and_the_task_completes",
+    "tests/test_resilience.py::test_five_drains_during_one_leg_never_consume_the_task",
+    "tests/test_rounds.py::test_a_worker_crash_in_step_k_reruns_only_step_k",
+    "tests/test_workflow_tools.py::test_a_worker_crash_between_steps_does_not_rerun_finished_steps",
+    "tests/test_isolation_and_bad_input.py::test_other_scopes_get_the_unknown_id_error_with_no_worker_up",
+    "tests/test_sync_calls_processes.py::test_a_killed_worker_only_delays_the_answer",
+    "tests/test_isolation_and_bad_input.py::test_other_scopes_get_the_unknown_id_error_with_a_worker_up",
+    "tests/test_encryption.py::test_a_task_nobody_can_read_waits_for_its_ttl_then_fails_naming_the_key[workflow-input-wrong-key]",
+    "tests/test_encryption.py::test_a_task_nobody_can_read_waits_for_its_ttl_then_fails_naming_the_key[workflow-input-no-key]",
+    "tests/test_parking.py::test_a_task_parked_past_its_ttl_fails_with_a_clear_message",
+    "tests/test_sync_calls.py::test_progress_reaches_the_client_in_order[auto-steps]",
+    "tests/test_sync_calls.py::test_progress_reaches_the_client_in_order[legacy-short_steps]",
+    "tests/test_sync_calls.py::test_progress_reaches_the_client_in_order[legacy-steps]",
+    "tests/test_sync_calls.py::test_progress_reaches_the_client_in_order[auto-short_steps]",
+    "tests/test_versioning.py::test_tasks_stay_on_the_build_that_started_them",
+    "tests/test_lifecycle.py::test_a_local_leg_is_retried_up_to_max_attempts",
+    "tests/test_remote_stdio.py::test_a_stdio_remote_that_dies_is_started_again_by_the_next_step[peer]",
+    "tests/test_sync_calls_processes.py::test_a_drained_front_end_hands_the_call_over_to_the_next_one[2026-07-28-raw-json-rpc]",
+    "tests/test_sync_calls_processes.py::test_a_drained_front_end_hands_the_call_over_to_the_next_one[2026-07-28-fastmcp-client]",
+    "tests/test_quota.py::test_twenty_racing_creators_never_open_more_than_the_limit[2]",
+    "tests/test_large_payloads.py::test_a_front_end_reads_a_big_result_another_process_stored",
+)
+_RANK = {node_id: rank for rank, node_id in enumerate(SLOWEST)}
+
+
+def longest_first(items: list[pytest.Item]) -> None:
+    """Sort the listed tests to the front, longest first (stable for the rest)."""
+    items.sort(key=lambda item: _RANK.get(item.nodeid, len(SLOWEST)))
