@@ -1,10 +1,12 @@
-"""Start the suite's longest tests first, so that no worker is left alone with one at the end.
+"""Spread the suite's longest tests over its first two thirds, the longest first.
 
-xdist feeds its workers in collection order. A test that takes 20-60 s (most of
-it waiting on a heartbeat timeout, a drain or a restarted process) and starts in
-the last minute keeps the run open while the other workers are idle: a quiet
-run of 438 s spent its last ~100 s at 20-70 % CPU. Longest first (after the
-``exclusive`` test, ``tests.exclusive``) packs the waits under the short tests.
+xdist feeds its workers in collection order (two tests each at a time,
+``--maxschedchunk 1`` in ``pyproject.toml``). A test that takes 20-60 s, most of
+it waiting on a heartbeat timeout, a drain or a restarted process, left for the
+end keeps the run open while the other workers idle (a quiet run spent its last
+~100 s at 20-70 % CPU); all of them at the start leave every worker waiting at
+once and the CPU idle (the next run: ~100 s at 20-50 %). Spread out, each one's
+waiting overlaps other workers' short tests, which keep both cores busy.
 
 ``SLOWEST`` is the call phase of a quiet run's ``--durations`` (6 s and more),
 longest first; the command that made it:
@@ -59,6 +61,22 @@ SLOWEST = (
 _RANK = {node_id: rank for rank, node_id in enumerate(SLOWEST)}
 
 
+#: Where the last listed test starts: this share of the way through the run.
+_SPREAD = 2 / 3
+
+
 def longest_first(items: list[pytest.Item]) -> None:
-    """Sort the listed tests to the front, longest first (stable for the rest)."""
-    items.sort(key=lambda item: _RANK.get(item.nodeid, len(SLOWEST)))
+    """Place the listed tests, longest first, evenly over the first two thirds."""
+    slow = sorted((item for item in items if item.nodeid in _RANK), key=lambda i: _RANK[i.nodeid])
+    rest = [item for item in items if item.nodeid not in _RANK]
+    if not slow:
+        return
+    step = _SPREAD * len(items) / len(slow)
+    spread: list[pytest.Item] = []
+    placed = 0
+    for item in rest:
+        while slow and len(spread) >= step * placed:
+            spread.append(slow.pop(0))
+            placed += 1
+        spread.append(item)
+    items[:] = spread + slow
