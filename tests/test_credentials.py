@@ -80,6 +80,17 @@ def stored_bytes(data_dir: Path) -> bytes:
     return b"".join(path.read_bytes() for path in sorted(data_dir.rglob("*")) if path.is_file())
 
 
+#: The task scope of the ``whoami`` caller (client ``app``, subject ``ada``).
+ADA = json.dumps(["app", None, "ada"], separators=(",", ":"))
+
+
+async def raw_history(temporal_client: TemporalClient, task_id: str, scope: str | None) -> bytes:
+    """The task's history as the server stores it: every event, serialized."""
+    handle = temporal_client.get_workflow_handle(workflow_id_for(task_id, scope))
+    history = await handle.fetch_history()
+    return History(events=history.events).SerializeToString()
+
+
 def creds_worker(data_dir: str | Path, secrets: Secrets, log: Path, *options: str) -> Process:
     """``fastmcp-temporal worker`` of ``creds_server.py`` on ``data_dir``, with no key setting
     of its own: it finds the key in the folder, as a separate worker process does."""
@@ -175,11 +186,7 @@ async def test_the_plugins_temporal_tasks_seals_like_the_embedded_default_for_it
     assert seen["token_ok"] and seen["api_key_ok"], seen
     assert seen["worker_pid"] == worker.pid
     assert (Path(temporal_server.data_dir) / credentials.KEY_FILE_NAME).is_file()
-    scope = json.dumps(["app", None, "ada"], separators=(",", ":"))
-    history = await temporal_client.get_workflow_handle(
-        workflow_id_for(task_id, scope)
-    ).fetch_history()
-    raw = History(events=history.events).SerializeToString()
+    raw = await raw_history(temporal_client, task_id, ADA)
     assert secrets.token.encode() not in raw and secrets.api_key.encode() not in raw
 
 
@@ -218,11 +225,7 @@ async def test_with_a_key_the_token_round_trips_encrypted_with_everything(
     )
     seen, task_id = await call_whoami(mcp, secrets)
     assert seen["token_ok"] and seen["api_key_ok"], seen
-    scope = json.dumps(["app", None, "ada"], separators=(",", ":"))
-    history = await temporal_client.get_workflow_handle(
-        workflow_id_for(task_id, scope)
-    ).fetch_history()
-    raw = History(events=history.events).SerializeToString()
+    raw = await raw_history(temporal_client, task_id, ADA)
     assert secrets.token.encode() not in raw and secrets.api_key.encode() not in raw
 
 
@@ -264,11 +267,7 @@ async def test_by_address_the_credentials_key_dir_setting_seals_instead_of_refus
     assert seen["token_ok"] and seen["api_key_ok"], seen
     key_file = tmp_path / "keys" / credentials.KEY_FILE_NAME
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
-    scope = json.dumps(["app", None, "ada"], separators=(",", ":"))
-    history = await temporal_client.get_workflow_handle(
-        workflow_id_for(task_id, scope)
-    ).fetch_history()
-    raw = History(events=history.events).SerializeToString()
+    raw = await raw_history(temporal_client, task_id, ADA)
     assert secrets.token.encode() not in raw and secrets.api_key.encode() not in raw
 
 
@@ -308,10 +307,7 @@ async def test_an_unauthenticated_server_without_a_key_drops_credential_headers_
             task = await call_tool_task(client, "whoami", {})
             result = await task.result()
     assert result.structured_content == {"api_key_ok": False, "tenant": "acme"}
-    history = await temporal_client.get_workflow_handle(
-        workflow_id_for(task.task_id, None)
-    ).fetch_history()
-    raw = History(events=history.events).SerializeToString()
+    raw = await raw_history(temporal_client, task.task_id, None)
     assert secrets.api_key.encode() not in raw and b"acme" in raw
 
 
