@@ -26,7 +26,6 @@ server is a stateless front end, and ``fastmcp-temporal worker`` runs the legs.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -320,11 +319,7 @@ class TemporalTasks(ServerExtension):
             ):
                 yield
         finally:
-            # The client is released with ``running``'s frame: collect it now,
-            # while the interpreter is whole. Collected during finalization it
-            # can abort the process (temporalio/sdk-python#300), which is how a
-            # server stopped by SIGTERM ended with SIGABRT instead of 143.
-            gc.collect()
+            self._live.release_own_connection()
 
     def serve_as_worker(
         self,
