@@ -73,7 +73,7 @@ class Live:
         143 about one run in six). Only a connection of our own, and only while it is
         still alive, is worth the full collection: a client the user passed in stays
         theirs, and a full ``gc.collect()`` costs time in proportion to the whole heap
-        (a third of a test process's CPU when every lifespan did one).
+        (a quarter of a test process's CPU when every lifespan did one).
         """
         connection, self.own_connection = self.own_connection, None
         if connection is not None and connection() is not None:
