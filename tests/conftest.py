@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from fastmcp import Client, FastMCP
-from fastmcp.utilities.tests import run_server_async
 
 from fastmcp_temporal import DevServer
 from fastmcp_temporal.client import enable_transparent_tasks
@@ -31,6 +30,7 @@ from fastmcp_temporal.server.core.settings import env_var
 from fastmcp_temporal.server.embedded.shared import data_directory
 from tests import exclusive, lines, slow_first
 from tests.helpers import needs_peer
+from tests.ports import run_server_async
 from tests.remote_harness import RemotePeer
 
 with contextlib.suppress(ImportError):

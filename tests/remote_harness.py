@@ -16,7 +16,7 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import LegPolicy, TemporalTasks
 from fastmcp_temporal.client import TasksClientExtension, TaskState, call_tool_task
-from fastmcp_temporal.server.embedded.devserver import free_port
+from tests.ports import free_port
 from tests.processes.remote_caller import connections, tools
 from tests.processes.remote_workflows import PATIENT_HEARTBEAT_S
 from tests.processes.running import Process

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from fastmcp import Client, FastMCP
-from fastmcp.utilities.tests import run_server_async
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
@@ -26,7 +25,8 @@ from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import call_tool_task, update_task
 from fastmcp_temporal.testing import EmbeddedServer
 from tests.helpers import declares_elicitation
-from tests.processes.running import Process, free_port
+from tests.ports import free_port, run_server_async
+from tests.processes.running import Process
 from tests.test_isolation_and_bad_input import (
     ACCEPT,
     assert_clean,

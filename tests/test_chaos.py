@@ -20,8 +20,8 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.client import ToolTask, call_tool_task, update_task
-from fastmcp_temporal.server.embedded.devserver import free_port
 from tests.helpers import declares_elicitation, eventually, front_end, kill, spawn, spawn_worker
+from tests.ports import free_port
 from tests.processes.crash_server import mcp as crash_server
 from tests.processes.running import serving_on_free_port
 

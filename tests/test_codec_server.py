@@ -26,8 +26,8 @@ from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.cli.codec_server import create_app
 from fastmcp_temporal.server.core.codec import KEY_ENV, AesGcmCodec
-from fastmcp_temporal.server.embedded.devserver import free_port
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from tests.ports import free_port
 from tests.test_encryption import cli_history, readable_text
 
 KEY = f"k1:{base64.b64encode(os.urandom(32)).decode()}"

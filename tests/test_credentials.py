@@ -24,7 +24,6 @@ from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.dependencies import get_http_headers
-from fastmcp.utilities.tests import run_server_async
 from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import History
 from temporalio.client import Client as TemporalClient
@@ -39,6 +38,7 @@ from fastmcp_temporal.server.core.settings import env_var
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.workflows.models import CallerSnapshot
 from tests.conftest import http_client
+from tests.ports import run_server_async
 from tests.processes.creds_server import TASK_QUEUE, build
 from tests.processes.running import BIN, Process
 from tests.test_workflow_tools import greeter_server

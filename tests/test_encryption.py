@@ -27,7 +27,6 @@ from fastmcp import Client, Context, FastMCP
 from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
-from fastmcp.utilities.tests import run_server_async
 from mcp.shared.exceptions import MCPError
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
@@ -49,6 +48,7 @@ from fastmcp_temporal.server.core.settings import env_var
 from fastmcp_temporal.server.embedded.devserver import temporal_binary
 from fastmcp_temporal.server.tasks import starter
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from tests.ports import run_server_async
 
 
 def new_key() -> str:

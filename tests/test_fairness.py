@@ -20,7 +20,6 @@ import mcp_types
 import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
-from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 from temporalio.common import Priority
 
@@ -29,6 +28,7 @@ from fastmcp_temporal.server.core import scope
 from fastmcp_temporal.server.tasks import fairness
 from fastmcp_temporal.workflows.models import CallerSnapshot
 from tests.helpers import eventually
+from tests.ports import run_server_async
 from tests.test_isolation_and_bad_input import ACCEPT, create, wait_for, workflow_ids_on
 from tests.wire import RawMcp
 

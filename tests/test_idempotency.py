@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
-from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
@@ -32,6 +31,7 @@ from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.protocol.idempotency import IDEMPOTENCY_KEY_META
 from fastmcp_temporal.server.tasks import task_records
 from tests.helpers import eventually
+from tests.ports import run_server_async
 from tests.test_isolation_and_bad_input import assert_clean, wait_for, workflow_ids_on
 from tests.wire import RawMcp
 

@@ -36,7 +36,6 @@ from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.server.sessions import UserSession
-from fastmcp.utilities.tests import run_server_async
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from mcp.shared.inbound import encode_header_value
@@ -45,6 +44,7 @@ from pydantic import ValidationError as PydanticValidationError
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
+from tests.ports import run_server_async
 from tests.wire import PROTOCOL_VERSION, RawMcp
 
 BuildTasks = Callable[..., TemporalTasks]

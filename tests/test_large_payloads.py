@@ -53,6 +53,7 @@ from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.server.tasks.starter import ToolOptions
 from tests import forks
 from tests.helpers import eventually
+from tests.ports import free_port
 from tests.processes.big_server import blob_text, build
 from tests.processes.big_workflows import BigReport, write_report
 from tests.processes.running import BIN, Process
@@ -276,12 +277,6 @@ def test_store_settings_come_from_arguments_then_the_environment(
 
 
 # -- S3 (moto in server mode) ---------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

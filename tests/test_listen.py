@@ -11,7 +11,6 @@ import mcp_types
 import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
-from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
@@ -21,6 +20,7 @@ from fastmcp_temporal.server.core.wire import GetTaskResult
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
 from fastmcp_temporal.server.tasks.task_watch import watch
 from tests.helpers import eventually
+from tests.ports import run_server_async
 from tests.wire import RawMcp
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"

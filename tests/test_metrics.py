@@ -20,15 +20,14 @@ import httpx
 import pytest
 import pytest_asyncio
 from fastmcp import Context, FastMCP
-from fastmcp.utilities.tests import run_server_async
 from prometheus_client.parser import text_string_to_metric_families
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.core import metrics
-from fastmcp_temporal.server.embedded.devserver import free_port
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.protocol.idempotency import IDEMPOTENCY_KEY_META
 from fastmcp_temporal.server.tasks.starter import ToolOptions
+from tests.ports import free_port, run_server_async
 from tests.test_isolation_and_bad_input import ACCEPT, create, question, wait_for
 from tests.test_quota import assert_over_quota, try_create
 from tests.wire import RawMcp

@@ -16,11 +16,11 @@ import mcp_types
 import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
-from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
+from tests.ports import run_server_async
 from tests.wire import TASKS, RawMcp
 
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}

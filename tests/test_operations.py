@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 from fastmcp import Client, FastMCP
-from fastmcp.utilities.tests import run_server_async
 from temporalio import activity
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
@@ -36,6 +35,7 @@ from fastmcp_temporal.server.tasks.starter import ToolOptions
 from fastmcp_temporal.server.temporal import connection
 from fastmcp_temporal.workflows.models import WORKFLOW_TYPE, TaskStart
 from tests import forks
+from tests.ports import run_server_async
 from tests.processes.running import BIN, ROOT
 from tests.test_isolation_and_bad_input import wait_for
 from tests.wire import RawMcp

@@ -27,7 +27,6 @@ from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.dependencies import get_access_token, get_http_headers, get_http_request
 from fastmcp.server.extensions import ServerExtension
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
-from fastmcp.utilities.tests import run_server_async
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_temporal import TemporalTasks
@@ -46,6 +45,7 @@ from tests.parity import (
     side_by_side,
     without_our_status_message,
 )
+from tests.ports import run_server_async
 from tests.test_parking import question
 from tests.test_peer_parity import asking_server
 from tests.wire import RawMcp

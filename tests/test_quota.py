@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
-from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.protocol.idempotency import IDEMPOTENCY_KEY_META
 from fastmcp_temporal.server.tasks.starter import ToolOptions
+from tests.ports import run_server_async
 from tests.test_isolation_and_bad_input import assert_clean, wait_for, workflow_ids_on
 from tests.wire import RawMcp
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from fastmcp_temporal import DevServer
 from fastmcp_temporal.server.cli.worker import READY_LINE
-from fastmcp_temporal.server.embedded.devserver import free_port
+from tests.ports import free_port
 from tests.processes.running import BIN, Process
 from tests.wire import RawMcp
 

@@ -52,7 +52,6 @@ from fastmcp.dependencies import Depends
 from fastmcp.exceptions import ResourceError, ToolError, ValidationError
 from fastmcp.tools import ToolResult
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID, TaskConfig
-from fastmcp.utilities.tests import run_server_async
 from fastmcp.utilities.types import Audio, File, Image
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -61,6 +60,7 @@ from temporalio.client import Client as TemporalClient
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from fastmcp_temporal import TemporalTasks
+from tests.ports import run_server_async
 
 pytestmark = [
     # ctx.info() in two tools: FastMCP warns that logging is deprecated at 2026-07-28.

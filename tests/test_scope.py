@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 from fastmcp import Client
 from fastmcp.server.auth import AccessToken, TokenVerifier
-from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.core import scope
+from tests.ports import run_server_async
 from tests.test_isolation_and_bad_input import (
     ACCEPT,
     Owned,

@@ -22,8 +22,8 @@ from fastmcp import Client
 
 from fastmcp_temporal.client import ToolTask, call_tool_task
 from fastmcp_temporal.server.embedded import shared
-from fastmcp_temporal.server.embedded.devserver import free_port
 from tests.helpers import eventually
+from tests.ports import free_port
 from tests.processes.running import Process
 
 pytestmark = pytest.mark.chaos

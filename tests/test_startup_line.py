@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 from fastmcp_temporal.testing import EmbeddedServer
-from tests.processes.running import Process, free_port
+from tests.ports import free_port
+from tests.processes.running import Process
 from tests.wire import RawMcp
 
 WIDE = {"COLUMNS": "1000"}

@@ -20,7 +20,6 @@ import mcp_types
 import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.exceptions import ToolError
-from fastmcp.utilities.tests import run_server_async
 from mcp import Client as SdkClient
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
@@ -29,6 +28,7 @@ from temporalio.client import Client as TemporalClient
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_META
 from fastmcp_temporal.server.tasks.starter import ToolOptions
+from tests.ports import run_server_async
 
 BuildTasks = Callable[..., TemporalTasks]
 

@@ -21,7 +21,6 @@ from typing import Any
 import mcp_types
 import pytest
 from fastmcp import Context, FastMCP
-from fastmcp.utilities.tests import run_server_async
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
@@ -29,6 +28,7 @@ from temporalio.client import WorkflowExecutionStatus
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.core.visibility import workflow_type
 from fastmcp_temporal.workflows.task_workflow import MEMO_KEY
+from tests.ports import run_server_async
 from tests.test_sync_calls import PlainClient, workflows
 from tests.wire import RawMcp
 

@@ -19,11 +19,11 @@ from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools.function_tool import FunctionTool
-from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.protocol.live_request import needs_live_request
+from tests.ports import run_server_async
 from tests.test_sync_calls import MODES, PlainClient, count_workflows, workflows
 
 BuildTasks = Callable[..., TemporalTasks]

@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 from fastmcp.server.extensions import ServerExtension
-from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from tests.helpers import needs_peer
 from tests.parity import Extension, side_by_side
+from tests.ports import run_server_async
 from tests.test_result_parity import ERRORS, RETURNS, Case
 from tests.test_sync_calls import MODES, PlainClient, count_workflows, wire
 

@@ -36,7 +36,6 @@ from typing import Any
 import mcp_types
 import pytest
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
-from fastmcp.utilities.tests import run_server_async
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
@@ -45,9 +44,9 @@ from temporalio.worker import Worker
 from fastmcp_temporal import DevServer, McpTasksPlugin
 from fastmcp_temporal.activities.tool_leg import HANDED_BACK_ERROR_TYPE
 from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_HEADER
-from fastmcp_temporal.server.embedded.devserver import free_port
 from tests import helpers
 from tests.helpers import ROOT, eventually, kill, spawn, spawn_worker
+from tests.ports import free_port, run_server_async
 from tests.processes.crash_server import mcp as crash_server
 from tests.processes.running import Process
 from tests.test_chaos import _wait_for_http

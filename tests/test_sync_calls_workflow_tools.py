@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 from fastmcp.utilities.tasks import TaskConfig
-from fastmcp.utilities.tests import run_server_async
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks, workflow_tool
+from tests.ports import run_server_async
 from tests.processes.agent_workflows import GreeterAgent, logged_step
 from tests.test_sync_calls import MODES, PlainClient, count_workflows
 

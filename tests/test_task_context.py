@@ -45,10 +45,10 @@ from fastmcp.server.dependencies import (
     get_http_headers,
     get_http_request,
 )
-from fastmcp.utilities.tests import run_server_async
 
 from fastmcp_temporal import TemporalTasks, _compat
 from fastmcp_temporal.client import ToolTask, call_tool_task
+from tests.ports import run_server_async
 
 TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks"
 

@@ -22,7 +22,6 @@ from datetime import timedelta
 import pytest
 import pytest_asyncio
 from fastmcp import Client, FastMCP
-from fastmcp.utilities.tests import run_server_async
 from mcp.shared.exceptions import MCPError
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
@@ -33,6 +32,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
+from tests.ports import run_server_async
 from tests.wire import RawMcp
 
 TOO_SHORT = timedelta(microseconds=1)

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastmcp.utilities.tests import run_server_async
 from temporalio.api.enums.v1 import EventType, RoutingConfigUpdateState
 from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
 from temporalio.client import Client as TemporalClient
@@ -32,6 +31,7 @@ from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.server.tasks.starter import ToolOptions
 from fastmcp_temporal.server.temporal.versioning import BUILD_ID_ENV, DEPLOYMENT_NAME_ENV
 from tests import forks
+from tests.ports import run_server_async
 from tests.processes import versioned_server
 from tests.processes.running import BIN, ROOT, Process
 from tests.wire import RawMcp

@@ -15,12 +15,12 @@ import pytest
 from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.utilities.tasks import TaskConfig
-from fastmcp.utilities.tests import run_server_async
 from fastmcp.utilities.types import get_cached_typeadapter
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
+from tests.ports import run_server_async
 from tests.wire import TASKS, RawMcp
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")

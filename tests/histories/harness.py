@@ -17,12 +17,12 @@ from uuid import uuid4
 import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import Tool
-from fastmcp.utilities.tests import run_server_async
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from tests.ports import run_server_async
 from tests.wire import RawMcp
 
 ANSWER_SCHEMA = {

@@ -20,11 +20,11 @@ import tempfile
 from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.dependencies import get_access_token
-from fastmcp.utilities.tests import run_server_async
 
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests.histories.harness import Harness, Run, TaskPath, Wire
 from tests.histories.paths import local_leg
+from tests.ports import run_server_async
 from tests.wire import RawMcp
 
 V5 = "v5"

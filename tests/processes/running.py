@@ -17,8 +17,8 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
-from fastmcp_temporal.server.embedded.devserver import free_port
 from tests import forks
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BIN = Path(sys.executable).parent
