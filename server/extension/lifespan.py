@@ -14,6 +14,7 @@ server stops, so the worker drains before the client goes away.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import weakref
@@ -53,6 +54,20 @@ from fastmcp_temporal.server.temporal import connection, telemetry
 from fastmcp_temporal.server.temporal.in_process_worker import InProcessWorkers
 from fastmcp_temporal.server.temporal.sigterm import sigterm_unwinds
 
+#: Connections released by a lifespan but not yet collected (see ``release_own_connection``).
+_released_connections: weakref.WeakSet[ServiceClient] = weakref.WeakSet()
+
+
+def _collect_at_exit(connection: ServiceClient) -> None:
+    _released_connections.add(connection)
+    atexit.unregister(_collect_released_connections)  # registered once, however many
+    atexit.register(_collect_released_connections)
+
+
+def _collect_released_connections() -> None:
+    if _released_connections:
+        gc.collect()
+
 
 @dataclass
 class Live:
@@ -65,19 +80,21 @@ class Live:
     own_connection: weakref.ref[ServiceClient] | None = None
 
     def release_own_connection(self) -> None:
-        """Drop the connection this lifespan opened while the interpreter is whole.
+        """Have the connection this lifespan opened collected while the interpreter is whole.
 
         Released with ``running``'s frame, it may sit in a reference cycle; collected
         during the interpreter's finalization, its Rust side can abort the process
         (temporalio/sdk-python#300: a SIGTERM'd server ended with SIGABRT instead of
-        143 about one run in six). Only a connection of our own, and only while it is
-        still alive, is worth the full collection: a client the user passed in stays
-        theirs, and a full ``gc.collect()`` costs time in proportion to the whole heap
-        (a quarter of a test process's CPU when every lifespan did one).
+        143 about one run in six). Only a connection of our own counts: a client the
+        user passed in stays theirs. The full ``gc.collect()`` that frees it runs once,
+        at exit (``atexit`` runs before finalization), and only if such a connection is
+        still alive then: it costs time in proportion to the whole heap, a quarter of a
+        test process's CPU when every lifespan did one, a twentieth of the suite's
+        when every lifespan with a connection of its own did.
         """
         connection, self.own_connection = self.own_connection, None
-        if connection is not None and connection() is not None:
-            gc.collect()
+        if connection is not None and (alive := connection()) is not None:
+            _collect_at_exit(alive)
 
     def running_engine(self) -> TaskEngine:
         if self.engine is None:

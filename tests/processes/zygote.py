@@ -36,7 +36,12 @@ from dataclasses import dataclass
 from typing import Any
 
 #: What every test process imports first (``python -X importtime``: the MCP types'
-#: pydantic models, FastMCP's context and settings, temporalio's bridge).
+#: pydantic models, FastMCP's context and settings, temporalio's bridge), and what
+#: the forked children still imported for themselves (``py-spy record --subprocesses``
+#: over the suite, a quarter of their samples): griffe, which FastMCP imports for the
+#: first tool with a docstring, uvicorn's protocols and anyio's backend, which load
+#: when a server starts serving, and the HTTP clients' transports. Not the peer
+#: (``fastmcp_tasks``): importing it registers its client extension for every client.
 PRELOAD = (
     "fastmcp",
     "fastmcp.server.context",
@@ -44,7 +49,14 @@ PRELOAD = (
     "temporalio.client",
     "temporalio.worker",
     "uvicorn",
+    "uvicorn.protocols.http.auto",
+    "uvicorn.protocols.websockets.websockets_sansio_impl",
+    "anyio._backends._asyncio",
+    "griffe",
     "httpx",
+    "httpcore",
+    "httpcore2",
+    "jsonschema",
     "fastmcp_temporal",
     "fastmcp_temporal.server.extension",
     "fastmcp_temporal.server.cli.main",
@@ -167,5 +179,6 @@ def _pythonpath(environ: dict[str, str]) -> list[str]:
 if __name__ == "__main__":
     _ENVIRON_AT_START.update(os.environ)
     for name in PRELOAD:
-        __import__(name)
+        with contextlib.suppress(ImportError):  # only a head start: a child imports it itself
+            __import__(name)
     run(serve(sys.argv[1]))
