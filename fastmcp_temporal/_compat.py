@@ -268,6 +268,21 @@ def workflow_run_signature(workflow_class: type) -> tuple[str | None, Callable[.
     return definition.name, definition.run_fn
 
 
+def memoize_default_build_id() -> None:
+    """Compute temporalio's default worker build id now, memoized in this process.
+
+    Why: without an explicit build id, a ``Worker`` hashes the code of every loaded
+    module (about 0.3 CPU-seconds over FastMCP, the MCP SDK and temporalio), once per
+    process. The test suite's zygote (``tests/processes/zygote.py``) calls this before
+    it forks, so the processes it forks inherit the value instead of each hashing the
+    same modules again. temporalio exports ``load_default_build_id`` only from its
+    private ``_worker`` module. Delete when it is public, or when the zygote goes.
+    """
+    from temporalio.worker._worker import load_default_build_id
+
+    load_default_build_id()
+
+
 # -- the client helper -------------------------------------------------------------
 
 

@@ -181,4 +181,7 @@ if __name__ == "__main__":
     for name in PRELOAD:
         with contextlib.suppress(ImportError):  # only a head start: a child imports it itself
             __import__(name)
+    from fastmcp_temporal import _compat
+
+    _compat.memoize_default_build_id()  # each child's Worker would hash the same modules
     run(serve(sys.argv[1]))
