@@ -11,15 +11,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 from pathlib import Path
 
 import httpx
 import mcp_types.methods
 import pytest
 from fastmcp import Client, FastMCP
+from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import DevServer, TemporalTasks
-from fastmcp_temporal.server.embedded import shared
+from fastmcp_temporal.server.embedded import devserver, shared
 from fastmcp_temporal.server.extension import startup_line
 from fastmcp_temporal.server.protocol import wire_production
 from fastmcp_temporal.testing import shared_temporal
@@ -166,3 +168,35 @@ async def test_concurrent_joins_start_one_server(tmp_path: Path) -> None:
     finally:
         for lease in leases:
             lease.release()
+
+
+async def test_a_dev_server_whose_chosen_port_was_taken_starts_on_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A port chosen by binding 0 is free only until someone binds it: another
+    process can take it before Temporal does (seen in CI: "bind: address already in
+    use"). The start chooses again instead of failing."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        taken_port = taken.getsockname()[1]
+        choices = iter([taken_port])
+        real_free_port = devserver.free_port
+        monkeypatch.setattr(devserver, "free_port", lambda: next(choices, None) or real_free_port())
+        server = await DevServer.start(data_dir=tmp_path, ui=False)
+        try:
+            assert server.address != f"127.0.0.1:{taken_port}"
+            client = await TemporalClient.connect(server.address)
+            assert await client.count_workflows() is not None
+            log = server.log_path.read_text()
+            assert f"{taken_port}" in log and "address already in use" in log  # it did race
+        finally:
+            server.stop()
+
+
+async def test_a_port_the_caller_gave_that_is_taken_fails_clearly(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(RuntimeError, match="Temporal dev server exited"):
+            await DevServer.start(data_dir=tmp_path, ui=False, port=taken.getsockname()[1])

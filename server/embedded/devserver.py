@@ -126,6 +126,14 @@ def start_dev_command(
     return args
 
 
+#: Starts on newly chosen ports before a port race is reported (see ``DevServer.start``).
+_PORT_RACE_ATTEMPTS = 3
+
+
+class _PortTaken(RuntimeError):
+    """Temporal exited because a port it was given was taken before it could bind it."""
+
+
 @dataclass
 class DevServer:
     """A running ``temporal server start-dev`` process."""
@@ -152,8 +160,44 @@ class DevServer:
     ) -> DevServer:
         directory = (data_dir or load_settings().data_dir).resolve()
         directory.mkdir(parents=True, exist_ok=True)
-        port = port or free_port()
-        ui_port = (ui_port or free_port()) if ui else None
+        # A port we chose (bound to 0, then released) can be taken by any other
+        # process before Temporal binds it: Temporal then exits at once with
+        # "address already in use", and we choose again.
+        chosen_by_us = port is None and (ui_port is None or not ui)
+        attempt = 1
+        while True:
+            try:
+                return await cls._start_once(
+                    directory,
+                    in_memory=in_memory,
+                    ui=ui,
+                    namespace=namespace,
+                    port=port or free_port(),
+                    ui_port=(ui_port or free_port()) if ui else None,
+                    extra_args=extra_args,
+                    startup_timeout_s=startup_timeout_s,
+                    search_attributes=search_attributes,
+                )
+            except _PortTaken:
+                if not chosen_by_us or attempt == _PORT_RACE_ATTEMPTS:
+                    raise
+                attempt += 1
+                logger.debug("a chosen port was taken before Temporal bound it; choosing again")
+
+    @classmethod
+    async def _start_once(
+        cls,
+        directory: Path,
+        *,
+        in_memory: bool,
+        ui: bool,
+        namespace: str,
+        port: int,
+        ui_port: int | None,
+        extra_args: list[str] | None,
+        startup_timeout_s: float,
+        search_attributes: bool,
+    ) -> DevServer:
         args = start_dev_command(
             directory,
             port=port,
@@ -166,6 +210,7 @@ class DevServer:
         ui_url = f"http://127.0.0.1:{ui_port}" if ui_port else None
         log_path = directory / "temporal-dev-server.log"
         with open(log_path, "ab") as log:
+            log_start = log.tell()
             process = subprocess.Popen(
                 args,
                 stdout=log,
@@ -178,7 +223,7 @@ class DevServer:
         # app exits without unwinding its lifespan (or is killed outright).
         atexit.register(server.stop)
         try:
-            await server._wait_until_ready(startup_timeout_s)
+            await server._wait_until_ready(startup_timeout_s, log_start)
         except BaseException:
             server.stop()
             raise
@@ -190,25 +235,50 @@ class DevServer:
         )
         return server
 
-    async def _wait_until_ready(self, timeout_s: float) -> None:
+    async def _wait_until_ready(self, timeout_s: float, log_start: int) -> None:
         deadline = time.monotonic() + timeout_s
         last_error: Exception | None = None
         while time.monotonic() < deadline:
+            # Raced against the process's exit: where another process holds the
+            # port, a connect can hang on it long after Temporal gave up.
+            answered = asyncio.ensure_future(self._answers())
+            try:
+                while not answered.done() and self.process.poll() is None:
+                    await asyncio.wait(
+                        {answered}, timeout=min(0.1, max(0.0, deadline - time.monotonic()))
+                    )
+                    if time.monotonic() >= deadline:
+                        break
+            finally:
+                if not answered.done():
+                    answered.cancel()
+                    with contextlib.suppress(BaseException):
+                        await answered
             if self.process.poll() is not None:
-                raise RuntimeError(
+                failure = _PortTaken if self._log_says_port_taken(log_start) else RuntimeError
+                raise failure(
                     f"Temporal dev server exited with {self.process.returncode}; "
                     f"see {self.log_path}"
                 )
-            try:
-                client = await Client.connect(self.address, namespace=self.namespace)
-                await client.count_workflows()
-                if self.ui_url is not None:
-                    await self._ui_answers()
-                return
-            except Exception as err:  # not up yet
+            if answered.done() and not answered.cancelled():
+                if (err := answered.exception()) is None:
+                    return
+                if not isinstance(err, Exception):
+                    raise err
                 last_error = err
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.1)  # not up yet
         raise TimeoutError(f"Temporal dev server did not answer in {timeout_s}s: {last_error}")
+
+    async def _answers(self) -> None:
+        client = await Client.connect(self.address, namespace=self.namespace)
+        await client.count_workflows()
+        if self.ui_url is not None:
+            await self._ui_answers()
+
+    def _log_says_port_taken(self, log_start: int) -> bool:
+        with open(self.log_path, "rb") as log:
+            log.seek(log_start)
+            return b"address already in use" in log.read()
 
     async def _ui_answers(self) -> None:
         """The UI's API proxies to the frontend; it answers 503 until its first dial works."""

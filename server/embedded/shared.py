@@ -254,10 +254,13 @@ async def _start_keeper(
         return await _run_keeper(directory, namespace, grpc_port, ui_port, timeout_s)
     except _TemporalFailed:
         if grpc_port != wanted_grpc and ui_port != wanted_ui:
-            raise
-        logger.info("conventional Temporal ports taken meanwhile; using free ports")
-        ui_port = free_port() if ui else None
-        return await _run_keeper(directory, namespace, free_port(), ui_port, timeout_s)
+            logger.info("a free port was taken before Temporal bound it; choosing again")
+        else:
+            logger.info("conventional Temporal ports taken meanwhile; using free ports")
+    # Free ports, chosen by binding 0, can be taken by another process before
+    # Temporal binds them too: one more choice, and then the failure is reported.
+    ui_port = free_port() if ui else None
+    return await _run_keeper(directory, namespace, free_port(), ui_port, timeout_s)
 
 
 class _TemporalFailed(RuntimeError):
