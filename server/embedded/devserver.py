@@ -25,7 +25,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,17 +165,24 @@ class DevServer:
         chosen_by_us = port is None and (ui_port is None or not ui)
         attempt = 1
         while True:
+            grpc_port = port or free_port()
+            chosen_ui_port = (ui_port or free_port()) if ui else None
+            args = start_dev_command(
+                directory,
+                port=grpc_port,
+                ui_port=chosen_ui_port,
+                namespace=namespace,
+                in_memory=in_memory,
+                search_attributes=search_attributes,
+            )
             try:
-                return await cls._start_once(
+                return await cls._launch(
+                    args + (extra_args or []),
                     directory,
-                    in_memory=in_memory,
-                    ui=ui,
+                    address=f"127.0.0.1:{grpc_port}",
+                    ui_url=f"http://127.0.0.1:{chosen_ui_port}" if chosen_ui_port else None,
                     namespace=namespace,
-                    port=port or free_port(),
-                    ui_port=(ui_port or free_port()) if ui else None,
-                    extra_args=extra_args,
                     startup_timeout_s=startup_timeout_s,
-                    search_attributes=search_attributes,
                 )
             except _PortTaken:
                 if not chosen_by_us or attempt == _PORT_RACE_ATTEMPTS:
@@ -185,29 +191,16 @@ class DevServer:
                 logger.debug("a chosen port was taken before Temporal bound it; choosing again")
 
     @classmethod
-    async def _start_once(
+    async def _launch(
         cls,
+        args: list[str],
         directory: Path,
         *,
-        in_memory: bool,
-        ui: bool,
+        address: str,
+        ui_url: str | None,
         namespace: str,
-        port: int,
-        ui_port: int | None,
-        extra_args: list[str] | None,
         startup_timeout_s: float,
-        search_attributes: bool,
     ) -> DevServer:
-        args = start_dev_command(
-            directory,
-            port=port,
-            ui_port=ui_port,
-            namespace=namespace,
-            in_memory=in_memory,
-            search_attributes=search_attributes,
-        )
-        args += extra_args or []
-        ui_url = f"http://127.0.0.1:{ui_port}" if ui_port else None
         log_path = directory / "temporal-dev-server.log"
         with open(log_path, "ab") as log:
             log_start = log.tell()
@@ -218,7 +211,7 @@ class DevServer:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
-        server = cls(process, f"127.0.0.1:{port}", ui_url, namespace, log_path)
+        server = cls(process, address, ui_url, namespace, log_path)
         # Belt and braces: the server must not outlive us even when the host
         # app exits without unwinding its lifespan (or is killed outright).
         atexit.register(server.stop)
@@ -236,44 +229,44 @@ class DevServer:
         return server
 
     async def _wait_until_ready(self, timeout_s: float, log_start: int) -> None:
-        deadline = time.monotonic() + timeout_s
-        last_error: Exception | None = None
-        while time.monotonic() < deadline:
-            # Raced against the process's exit: where another process holds the
-            # port, a connect can hang on it long after Temporal gave up.
-            answered = asyncio.ensure_future(self._answers())
-            try:
-                while not answered.done() and self.process.poll() is None:
-                    await asyncio.wait(
-                        {answered}, timeout=min(0.1, max(0.0, deadline - time.monotonic()))
-                    )
-                    if time.monotonic() >= deadline:
-                        break
-            finally:
-                if not answered.done():
-                    answered.cancel()
-                    with contextlib.suppress(BaseException):
-                        await answered
-            if self.process.poll() is not None:
-                failure = _PortTaken if self._log_says_port_taken(log_start) else RuntimeError
-                raise failure(
-                    f"Temporal dev server exited with {self.process.returncode}; "
-                    f"see {self.log_path}"
-                )
-            if answered.done() and not answered.cancelled():
-                if (err := answered.exception()) is None:
-                    return
-                if not isinstance(err, Exception):
-                    raise err
-                last_error = err
-                await asyncio.sleep(0.1)  # not up yet
-        raise TimeoutError(f"Temporal dev server did not answer in {timeout_s}s: {last_error}")
+        """Until Temporal (and its UI) answer; raced against the process's exit, since
+        where another process holds the port, a connect can hang on it long after
+        Temporal gave up."""
+        errors: list[Exception] = []  # the latest probe's failure, for the timeout
+        probing = asyncio.ensure_future(self._probe_until_up(errors))
+        exited = asyncio.ensure_future(self._exited())
+        try:
+            done, _ = await asyncio.wait(
+                {probing, exited}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for task in (probing, exited):
+                task.cancel()
+            await asyncio.gather(probing, exited, return_exceptions=True)
+        if exited in done:
+            failure = _PortTaken if self._log_says_port_taken(log_start) else RuntimeError
+            raise failure(
+                f"Temporal dev server exited with {self.process.returncode}; see {self.log_path}"
+            )
+        if probing not in done:
+            last_error = errors[-1] if errors else None
+            raise TimeoutError(f"Temporal dev server did not answer in {timeout_s}s: {last_error}")
 
-    async def _answers(self) -> None:
-        client = await Client.connect(self.address, namespace=self.namespace)
-        await client.count_workflows()
-        if self.ui_url is not None:
-            await self._ui_answers()
+    async def _probe_until_up(self, errors: list[Exception]) -> None:
+        while True:
+            try:
+                client = await Client.connect(self.address, namespace=self.namespace)
+                await client.count_workflows()
+                if self.ui_url is not None:
+                    await self._ui_answers()
+                return
+            except Exception as err:  # not up yet
+                errors[:] = [err]
+                await asyncio.sleep(0.1)
+
+    async def _exited(self) -> None:
+        while self.process.poll() is None:
+            await asyncio.sleep(0.1)
 
     def _log_says_port_taken(self, log_start: int) -> bool:
         with open(self.log_path, "rb") as log:
