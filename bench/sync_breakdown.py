@@ -1,13 +1,18 @@
 """Where a durable synchronous call's time goes: phases and Temporal RPCs of one call.
 
     .venv/bin/python bench/sync_breakdown.py --n 60 > bench/results/sync_breakdown.md
+    .venv/bin/python bench/sync_breakdown.py --n 60 --tool default
 
-A ``task=True`` short tool (local legs) on the embedded default (eager start,
+A ``task=True`` short tool (local legs; ``--tool default``: a plain ``task=True``
+tool, whose legs are regular activities) on the embedded default (eager start,
 in-process worker), called over streamable HTTP by a raw 2026-07-28 client
 that does not declare the tasks extension, one call at a time. Each phase of
 ``sync_calls.call_durably`` is timed by wrapping the function that does it, and
 every Temporal RPC the front end sends (the worker's own polls go through the
-Rust core and are not counted) is counted by name. p50 per call, in ms.
+Rust core and are not counted) is counted by name. p50 per call, in ms. The
+last call's history is then counted (events, workflow tasks, billable actions)
+beside the raw minimum of the same shape: plain temporalio, eager start, the
+same kind of leg, ``result()``.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -46,6 +52,43 @@ rpcs: Counter[str] = Counter()
 calls: list[tuple[dict[str, float], Counter[str], float]] = []
 #: The workflow ids the front end started, in order.
 started: list[str] = []
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A tool shape, and the raw temporalio workflow that does the least it must.
+
+    The raw comparator runs the same kind of leg (a local activity, or a regular
+    one), so the cost table's difference is what the task workflow adds, not
+    what the kind of leg costs.
+    """
+
+    #: The tool's name (as in ``bench/compare.py``).
+    tool: str
+    #: FastMCP's ``timeout``: 10 s declares the tool short, whose legs are local by default.
+    timeout: float | None
+    label: str
+    #: ``EchoWorkflow``'s ``local`` argument.
+    local: bool
+    raw_label: str
+
+
+SHAPES: dict[str, Shape] = {
+    "short": Shape(
+        "echo_plain_short",
+        10,
+        "durable sync call, short tool (local legs)",
+        True,
+        "raw eager start + local activity + `result()`",
+    ),
+    "default": Shape(
+        "echo_plain",
+        None,
+        "durable sync call, default tool (activity legs)",
+        False,
+        "raw eager start + activity + `result()`",
+    ),
+}
 
 
 def timed(owner: Any, name: str, label: str) -> None:
@@ -167,8 +210,8 @@ def costs(events: list[Any], queries: int) -> tuple[str, int, int, Counter[str]]
     return described, by_type["workflow_task_completed"], billable, actions
 
 
-async def raw_history(address: str) -> list[Any]:
-    """One raw eager start + local activity + ``result()``: the minimum, for comparison."""
+async def raw_history(address: str, local: bool) -> list[Any]:
+    """One raw eager start + (local) activity + ``result()``: the minimum, for comparison."""
     raw = await TemporalClient.connect(address)
     async with Worker(
         raw,
@@ -179,7 +222,7 @@ async def raw_history(address: str) -> list[Any]:
     ):
         handle = await raw.start_workflow(
             EchoWorkflow.run,
-            args=["x", True],
+            args=["x", local],
             id=f"raw-cost-{time.time_ns()}",
             task_queue="raw-cost",
             request_eager_start=True,
@@ -208,7 +251,7 @@ def relay_with_its_own_tail() -> None:
     sync_calls.relay_progress = relay
 
 
-async def main(n: int, progress: bool, before: bool, sandboxed: bool) -> None:
+async def main(n: int, progress: bool, before: bool, sandboxed: bool, shape: Shape) -> None:
     if before:
         wait_as_before()
         relay_with_its_own_tail()
@@ -221,11 +264,16 @@ async def main(n: int, progress: bool, before: bool, sandboxed: bool) -> None:
         extension = TemporalTasks(data_dir=data_dir, ui=False)
         mcp.add_extension(extension)
 
-        @mcp.tool(
-            task=TaskConfig(mode="optional", poll_interval=timedelta(milliseconds=20)), timeout=10
-        )
-        async def echo_plain_short(text: str) -> str:
+        async def echo(text: str) -> str:
             return text
+
+        # Only the measured tool is registered: the SDK lists the tools on every call.
+        mcp.tool(
+            echo,
+            name=shape.tool,
+            task=TaskConfig(mode="optional", poll_interval=timedelta(milliseconds=20)),
+            timeout=shape.timeout,
+        )
 
         url = await stack.enter_async_context(run_server_async(mcp))
         logging.getLogger("uvicorn.access").disabled = True
@@ -242,7 +290,7 @@ async def main(n: int, progress: bool, before: bool, sandboxed: bool) -> None:
             began = time.perf_counter()
             await wire.result(
                 "tools/call",
-                {"name": "echo_plain_short", "arguments": {"text": str(i)}},
+                {"name": shape.tool, "arguments": {"text": str(i)}},
                 declare_tasks=False,
                 meta={"progressToken": f"p{i}"} if progress else None,
             )
@@ -256,13 +304,14 @@ async def main(n: int, progress: bool, before: bool, sandboxed: bool) -> None:
         ours = [
             e async for e in ours_client.get_workflow_handle(started[-1]).fetch_history_events()
         ]
-        raw = await raw_history(address)
+        raw = await raw_history(address, shape.local)
 
     names: list[str] = []
     for measured, _, _ in calls:
         names += [name for name in measured if name not in names]
     token = (
-        (", each with a progressToken" if progress else "")
+        (", the default tool (activity legs)" if not shape.local else "")
+        + (", each with a progressToken" if progress else "")
         + (", the wait and relay as before this branch" if before else "")
         + (", the task workflow sandboxed (as before)" if sandboxed else "")
     )
@@ -294,10 +343,7 @@ async def main(n: int, progress: bool, before: bool, sandboxed: bool) -> None:
     queries = round(every["query_workflow"] / len(calls))
     print("\n| one call | history events | workflow tasks | billable actions |")
     print("|---|---|---|---|")
-    for label, events, asked in (
-        ("durable sync call, short tool (local legs)", ours, queries),
-        ("raw eager start + local activity + `result()`", raw, 0),
-    ):
+    for label, events, asked in ((shape.label, ours, queries), (shape.raw_label, raw, 0)):
         described, tasks, billable, actions = costs(events, asked)
         listed = ", ".join(f"{count} {name}" for name, count in actions.items() if count)
         print(f"| {label} | {len(events)} ({described}) | {tasks} | {billable} ({listed}) |")
@@ -313,5 +359,11 @@ if __name__ == "__main__":
     parser.add_argument(
         "--sandboxed", action="store_true", help="the task workflow in the sandbox, as before"
     )
+    parser.add_argument(
+        "--tool",
+        choices=sorted(SHAPES),
+        default="short",
+        help="short: local legs (timeout=10); default: a plain task=True tool, activity legs",
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.n, args.progress, args.before, args.sandboxed))
+    asyncio.run(main(args.n, args.progress, args.before, args.sandboxed, SHAPES[args.tool]))
