@@ -53,6 +53,8 @@ EVERY_LINE: dict[str, str] = {
     "test_sync_calls_live": "live-request bodies and 2025-11-25 questions on the open call",
     "test_sync_calls_workflow_tools": "workflow tools called without the tasks opt-in",
     "test_sync_calls_peer_parity": "a plain call's CallToolResult against the peer's inline run",
+    "test_sync_calls_clients": "plain calls from the SDK's ClientSession and the raw wire "
+    "as each FastMCP line serves them",
     "test_examples": "the examples a user of the line runs",
     "test_startup_line": "the start-up line through FastMCP's logger (get_logger, its handler)",
     "test_replay": "recorded histories decoded into the line's MCP types",

@@ -18,7 +18,8 @@
   call's anonymous key does not belong to the session that died with the front end).
 - A host's local server over stdio (a FastMCP ``Client`` without the tasks
   extension, ``StdioTransport``): the call is a workflow and answers its
-  result; ``notifications/cancelled`` over stdio cancels the task.
+  result, on 2025-11-25 and on 2026-07-28; ``notifications/cancelled`` over
+  stdio cancels the task (2025-11-25).
 """
 
 from __future__ import annotations
@@ -151,6 +152,27 @@ async def test_over_stdio_the_call_is_a_workflow_and_cancels_with_the_request(
         with pytest.raises(asyncio.CancelledError):
             await napping
         await wait_status(temporal_client, task_queue, "cancelled", tool="nap")
+
+
+async def test_over_stdio_on_2026_07_28_the_call_is_a_workflow(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """The modern wire over stdio (``server/discover``, each request stamped in ``_meta``)."""
+    async with PlainClient(stdio(temporal_server, task_queue), mode="auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        call = asyncio.create_task(
+            client.call_tool_mcp(RECORD_AND_WAIT, {"marker_dir": str(tmp_path)})
+        )
+        await eventually(lambda: any(tmp_path.glob("run-*")), timeout=60)
+        assert not call.done()  # the open call waits for the task
+        (tmp_path / "release").write_text("")
+        result = await asyncio.wait_for(call, timeout=60)
+    (block,) = result.content
+    assert isinstance(block, mcp_types.TextContent) and not result.is_error
+    handle = await only_task(temporal_client, task_queue)
+    # Answered with the result the workflow ended with (the server's own worker ran it).
+    assert block.text == await completed_text(handle)
+    assert block.text.startswith("finished in ") and block.text != f"finished in {os.getpid()}"
 
 
 # -- a front end that hosts the worker, drained (SIGTERM) mid-wait ---------------------------------
