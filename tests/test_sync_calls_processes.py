@@ -19,7 +19,7 @@
 - A host's local server over stdio (a FastMCP ``Client`` without the tasks
   extension, ``StdioTransport``): the call is a workflow and answers its
   result, on 2025-11-25 and on 2026-07-28; ``notifications/cancelled`` over
-  stdio cancels the task (2025-11-25).
+  stdio cancels the task on both.
 """
 
 from __future__ import annotations
@@ -154,10 +154,12 @@ async def test_over_stdio_the_call_is_a_workflow_and_cancels_with_the_request(
         await wait_status(temporal_client, task_queue, "cancelled", tool="nap")
 
 
-async def test_over_stdio_on_2026_07_28_the_call_is_a_workflow(
+async def test_over_stdio_on_2026_07_28_the_call_is_a_workflow_and_cancels_with_the_request(
     temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
 ) -> None:
-    """The modern wire over stdio (``server/discover``, each request stamped in ``_meta``)."""
+    """The modern wire over stdio (``server/discover``, each request stamped in ``_meta``),
+    where ``notifications/cancelled`` exists (over HTTP it does not: a closed stream is all
+    a 2026-07-28 client has, and it leaves the task running)."""
     async with PlainClient(stdio(temporal_server, task_queue), mode="auto") as client:
         assert client.protocol_version == "2026-07-28"
         call = asyncio.create_task(
@@ -173,6 +175,15 @@ async def test_over_stdio_on_2026_07_28_the_call_is_a_workflow(
     # Answered with the result the workflow ended with (the server's own worker ran it).
     assert block.text == await completed_text(handle)
     assert block.text.startswith("finished in ") and block.text != f"finished in {os.getpid()}"
+
+    async with PlainClient(stdio(temporal_server, task_queue), mode="auto") as client:
+        napping = asyncio.create_task(client.call_tool("nap", {"seconds": 60}))
+        assert await count_workflows(temporal_client, task_queue, 2) == 2
+        await asyncio.sleep(1)  # the front end is in the call's wait, not its start
+        napping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await napping
+        await wait_status(temporal_client, task_queue, "cancelled", tool="nap")
 
 
 # -- a front end that hosts the worker, drained (SIGTERM) mid-wait ---------------------------------
