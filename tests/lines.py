@@ -53,6 +53,8 @@ EVERY_LINE: dict[str, str] = {
     "test_sync_calls_live": "live-request bodies and 2025-11-25 questions on the open call",
     "test_sync_calls_workflow_tools": "workflow tools called without the tasks opt-in",
     "test_sync_calls_peer_parity": "a plain call's CallToolResult against the peer's inline run",
+    "test_sync_calls_processes": "a plain call over the line's stdio transport on both wires, "
+    "and a front end drained as the line's run(transport='http') shuts uvicorn down",
     "test_sync_calls_clients": "plain calls from the SDK's ClientSession and the raw wire "
     "as each FastMCP line serves them",
     "test_examples": "the examples a user of the line runs",
