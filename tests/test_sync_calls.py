@@ -20,6 +20,8 @@ import mcp_types
 import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.tools.base import ToolResult
 from mcp import Client as SdkClient
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
@@ -56,8 +58,8 @@ def tools(mcp: FastMCP, runs: list[str], suffix: str) -> None:
     """The tools under test, registered as ``<name><suffix>`` (one body each)."""
 
     @mcp.tool(name=f"report{suffix}", task=True)
-    async def report(topic: str, pages: int = 3) -> Report:
-        runs.append(f"report{suffix}")
+    async def report(ctx: Context, topic: str, pages: int = 3) -> Report:
+        runs.append(f"report{suffix}:{'task' if ctx.is_background_task else 'inline'}")
         return Report(topic=topic, pages=pages)
 
     @mcp.tool(name=f"fails{suffix}", task=True)
@@ -108,7 +110,11 @@ def extension(temporal_tasks: BuildTasks, **options: Any) -> TemporalTasks:
 
 @pytest.fixture
 def runs() -> list[str]:
-    """Each body run of a ``report`` tool, by tool name."""
+    """Each body run of a ``report`` tool: ``<tool name>:task`` in a task leg, else ``:inline``.
+
+    Where the body ran is the strong signal that a call was (not) durable: the
+    workflow list is eventually consistent, a body's own ``is_background_task`` is not.
+    """
     return []
 
 
@@ -144,7 +150,7 @@ def wire(result: mcp_types.CallToolResult) -> dict[str, Any]:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_results_equal_the_inline_ones_and_each_call_is_a_workflow(
-    url: str, mode: str, temporal_client: TemporalClient, task_queue: str
+    url: str, mode: str, runs: list[str], temporal_client: TemporalClient, task_queue: str
 ) -> None:
     async with PlainClient(url, mode=mode) as client:  # type: ignore[arg-type]
         assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
@@ -154,7 +160,11 @@ async def test_results_equal_the_inline_ones_and_each_call_is_a_workflow(
             shown = json.dumps(wire(inline)).replace(f"{name}_inline", name)
             assert wire(durable) == json.loads(shown), name
         typed = await client.call_tool("report", {"topic": "tides", "pages": "7"})
-        assert typed.data == Report(topic="tides", pages=7) or typed.data.pages == 7
+        assert typed.structured_content == {"topic": "tides", "pages": 7}
+        # The client builds its own type from the output schema: compare every field.
+        assert Report.model_validate(typed.data, from_attributes=True) == Report(
+            topic="tides", pages=7
+        )
         # A raised MCPError fails a task; the call answers that error (inline FastMCP
         # masks it into an isError result: docs/differences.md).
         with pytest.raises(MCPError) as refused:
@@ -162,6 +172,7 @@ async def test_results_equal_the_inline_ones_and_each_call_is_a_workflow(
         assert refused.value.error.code == -32042
         assert refused.value.error.data == {"why": "closed"}
     # report, fails, crashes, refuses, and the typed report: five tasks, no inline twin.
+    assert runs == ["report:task", "report_inline:inline", "report:task"]
     assert await count_workflows(temporal_client, task_queue, 5) == 5
     assert all(
         workflow_id.startswith("mcp-")
@@ -171,27 +182,69 @@ async def test_results_equal_the_inline_ones_and_each_call_is_a_workflow(
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_invalid_arguments_are_rejected_before_anything_starts(
-    url: str, mode: str, temporal_client: TemporalClient, task_queue: str
+    url: str, mode: str, runs: list[str], temporal_client: TemporalClient, task_queue: str
 ) -> None:
+    """No workflow for a call FastMCP rejects. Checked behind a fence, not a fixed wait: a
+    valid call after them starts one; once it is listed, one of theirs would be too."""
     async with PlainClient(url, mode=mode) as client:  # type: ignore[arg-type]
         durable = await client.call_tool_mcp("report", {"topic": "tides", "pages": "many"})
         inline = await client.call_tool_mcp("report_inline", {"topic": "tides", "pages": "many"})
         assert wire(durable) == wire(inline)  # FastMCP's own validation answer, word for word
         assert durable.is_error
         assert (await client.call_tool("plain", {})).data == "never a task"
-    await asyncio.sleep(1)
-    assert await workflows(temporal_client, task_queue) == []
+        await client.call_tool("report", {"topic": "fence"})
+    assert runs == ["report:task"]  # the fence; the rejected calls ran nothing
+    assert await count_workflows(temporal_client, task_queue, 1) == 1
 
 
 async def test_nested_calls_run_inline_inside_the_durable_call(
-    url: str, temporal_client: TemporalClient, task_queue: str
+    url: str, runs: list[str], temporal_client: TemporalClient, task_queue: str
 ) -> None:
     async with PlainClient(url) as client:
         result = await client.call_tool("outer", {})
     # The client's call is a task (its body sees a background task); the tool it calls is not.
     assert result.data == "True:{'topic': 'nested', 'pages': 3}"
-    await asyncio.sleep(1)
+    assert runs == ["report:inline"]  # the nested body ran in the outer leg, not in its own
     assert await count_workflows(temporal_client, task_queue, 1) == 1
+
+
+class FrontDesk(Middleware):
+    """Answers a call of ``front_desk`` by calling the ``task=True`` tool ``report`` itself."""
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mcp_types.CallToolRequestParams],
+        call_next: CallNext[mcp_types.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        if context.message.name != "front_desk" or context.fastmcp_context is None:
+            return await call_next(context)
+        return await context.fastmcp_context.fastmcp.call_tool("report", {"topic": "desk"})
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_task_tool_that_middleware_calls_runs_inline(
+    temporal_tasks: BuildTasks,
+    mode: str,
+    runs: list[str],
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """Only the tool the client named is the client's call: middleware that calls a
+    ``task=True`` tool itself gets it inline, as a tool calling another tool does."""
+    mcp = build(extension(temporal_tasks), runs)
+    mcp.add_middleware(FrontDesk())
+
+    @mcp.tool(task=False)
+    async def front_desk() -> Report:
+        raise AssertionError("the middleware answers this call")
+
+    async with run_server_async(mcp) as served, PlainClient(served, mode=mode) as client:  # type: ignore[arg-type]
+        result = await client.call_tool_mcp("front_desk", {})
+        # A durable call after it: once its workflow is listed, one of the first would be.
+        await client.call_tool("report", {"topic": "fence"})
+    assert result.structured_content == {"topic": "desk", "pages": 3}
+    assert runs == ["report:inline", "report:task"]  # the middleware's call ran in the request
+    assert await count_workflows(temporal_client, task_queue, 1) == 1  # the fence only
 
 
 @pytest.mark.parametrize("tool", ["steps", "short_steps"])
@@ -218,9 +271,60 @@ async def test_the_server_wide_switch_turns_it_off(
 ) -> None:
     mcp = build(temporal_tasks(durable_sync_calls=False), runs)
     async with run_server_async(mcp) as served, PlainClient(served) as client:
-        assert (await client.call_tool("report", {"topic": "x"})).data.pages == 3
-    await asyncio.sleep(1)
+        report = await client.call_tool("report", {"topic": "x"})
+    assert report.structured_content == {"topic": "x", "pages": 3}
+    assert runs == ["report:inline"]  # ran in the request: no task leg ran it
     assert await workflows(temporal_client, task_queue) == []
+
+
+@pytest.mark.parametrize(
+    ("argument", "durable"), [(None, False), (True, True)], ids=["env-alone", "argument-wins"]
+)
+async def test_the_environment_variable_turns_it_off_unless_the_argument_turns_it_on(
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_tasks: BuildTasks,
+    argument: bool | None,
+    durable: bool,
+    runs: list[str],
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """``FASTMCP_TEMPORAL_DURABLE_SYNC_CALLS=false`` is the server-wide default that
+    ``TemporalTasks(durable_sync_calls=...)`` overrides (the settings' precedence)."""
+    monkeypatch.setenv("FASTMCP_TEMPORAL_DURABLE_SYNC_CALLS", "false")
+    options = {} if argument is None else {"durable_sync_calls": argument}
+    mcp = build(temporal_tasks(**options), runs)
+    async with run_server_async(mcp) as served, PlainClient(served) as client:
+        report = await client.call_tool("report", {"topic": "x"})
+    assert report.structured_content == {"topic": "x", "pages": 3}
+    assert runs == ["report:task" if durable else "report:inline"]
+    assert await count_workflows(temporal_client, task_queue, int(durable)) == int(durable)
+
+
+@pytest.mark.parametrize("off_by", ["argument", "environment"])
+async def test_a_tools_own_switch_makes_it_durable_when_the_server_wide_one_is_off(
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_tasks: BuildTasks,
+    off_by: str,
+    runs: list[str],
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """``ToolOptions(durable_sync_calls=True)`` wins over the server-wide ``False``
+    (``ToolOptions``: ``None`` means the extension's); the other tools stay inline."""
+    options: dict[str, Any] = {"tools": {"report": ToolOptions(durable_sync_calls=True)}}
+    if off_by == "environment":
+        monkeypatch.setenv("FASTMCP_TEMPORAL_DURABLE_SYNC_CALLS", "false")
+    else:
+        options["durable_sync_calls"] = False
+    mcp = build(temporal_tasks(**options), runs)
+    async with run_server_async(mcp) as served, PlainClient(served) as client:
+        report = await client.call_tool("report", {"topic": "x"})
+        outer = await client.call_tool("outer", {})
+    assert report.structured_content == {"topic": "x", "pages": 3}
+    assert outer.data == "False:{'topic': 'nested', 'pages': 3}"  # `outer` ran inline
+    assert runs == ["report:task", "report:inline"]  # the second: `outer`'s nested call
+    assert await count_workflows(temporal_client, task_queue, 1) == 1
 
 
 async def test_an_idempotency_key_attaches_to_the_calls_task(
@@ -231,7 +335,7 @@ async def test_an_idempotency_key_attaches_to_the_calls_task(
         first = await client.call_tool_mcp("report", {"topic": "once"}, meta=meta)
         again = await client.call_tool_mcp("report", {"topic": "once"}, meta=meta)
     assert wire(first) == wire(again)
-    assert runs == ["report"]  # the retry read the task's result; the body ran once
+    assert runs == ["report:task"]  # the retry read the task's result; the body ran once
     assert await count_workflows(temporal_client, task_queue, 1) == 1
 
 

@@ -1,8 +1,11 @@
 """Tools whose body needs the live request: they stay inline for a durable synchronous call.
 
 A body written for inline calls may ask the client imperatively
-(``await ctx.elicit(...)``, ``ctx.sample(...)``, ``ctx.list_roots()``) or reach
-for what only an open request has (``ctx.session``, ``ctx.request_context``).
+(``await ctx.elicit(...)``; sampling and roots through
+``ctx.session.create_message(...)`` / ``ctx.session.list_roots()``, FastMCP 4.1's
+``Context`` having no ``sample()`` or ``list_roots()`` -- a body written for an
+older FastMCP that calls them is counted too) or reach for what only an open
+request has (``ctx.session``, ``ctx.request_context``).
 In a task leg there is no request: ``ctx.elicit()`` ends the task with an
 ``isError`` result pointing to the guard pattern. Turning durable synchronous
 calls on by default must not break such a tool, so a call from a client that
