@@ -191,7 +191,7 @@ async def test_the_call_is_a_workflow_and_answers_what_the_inline_twin_answers(
     assert fails["content"] == [{"type": "text", "text": "the archive is closed"}]
     assert crashes["isError"] is True
     assert "internal detail" not in json.dumps(crashes)  # masked, as the server masks
-    assert runs == ["report", "report_inline"]
+    assert runs == ["report:task", "report_inline:inline"]  # the durable body ran in a task leg
     # One task per durable call, none for a twin; each answered what its workflow ended with.
     ended = await tasks_of(temporal_client, task_queue, len(calls))
     assert set(ended) == {workflow_type(name) for name in calls}
