@@ -18,7 +18,7 @@ what the task holds:
   On 2025-11-25, which has no MRTR result, a client that declared what the
   question needs is asked live on the open request (``sync_questions``) and
   its answers go to the task. A client that cannot answer (2025-11-25 without
-  the capability, or a 2026-07-28 client that declared none of what the
+  the capability, or a 2026-07-28 client that did not declare all that the
   question needs): the task is cancelled (no owner is left to answer it) and
   the client gets what an inline call that asks gets.
 - ``cancelled`` (by ``tasks/cancel`` or an operator): a ``ToolError``.
@@ -224,8 +224,8 @@ async def _answer(
             and request_context.protocol_version in MODERN_PROTOCOL_VERSIONS
         )
         if not modern or undeclared(view.input_requests or {}, declared_capabilities(context)):
-            # Nobody can answer it (no MRTR on this wire, or a client that declared
-            # none of what it needs): end it rather than leave it parked, ownerless,
+            # Nobody can answer it (no MRTR on this wire, or a client that did not
+            # declare all that it needs): end it rather than leave it parked, ownerless,
             # until its TTL. The client gets what an inline call that asks gets.
             await engine.cancel(view.task_id, scope)
         return mrtr.ask(view, scope=scope, tool_name=tool_name)
