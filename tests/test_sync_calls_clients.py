@@ -261,30 +261,21 @@ async def test_questions_are_mrtr_rounds_of_one_task(
     asking_url: str, client: str, legs: list[str], temporal_client: TemporalClient, task_queue: str
 ) -> None:
     async with connect(client, asking_url) as caller:
-        first = (await caller.call("interview", {}))["result"]
-        assert first["resultType"] == "input_required", first
-        # Each key as the task names it (the leg's number first); the body sees its own.
-        ((key, asked),) = first["inputRequests"].items()
-        assert key.endswith("first") and asked["params"]["message"] == "Your name?"
-        second = (
-            await caller.call(
-                "interview",
-                {},
-                inputResponses={key: answer("Ada")},
-                requestState=first["requestState"],
-            )
-        )["result"]
-        assert second["resultType"] == "input_required", second
-        ((key, asked),) = second["inputRequests"].items()
-        assert key.endswith("second") and asked["params"]["message"] == "And your pet's name?"
-        done = (
-            await caller.call(
-                "interview",
-                {},
-                inputResponses={key: answer("Rex")},
-                requestState=second["requestState"],
-            )
-        )["result"]
+        done = (await caller.call("interview", {}))["result"]
+        rounds = (("first", "Your name?", "Ada"), ("second", "And your pet's name?", "Rex"))
+        for tool_key, question, name in rounds:
+            assert done["resultType"] == "input_required", done
+            # Each key as the task names it (the leg's number first); the body sees its own.
+            ((key, asked),) = done["inputRequests"].items()
+            assert key.endswith(tool_key) and asked["params"]["message"] == question
+            done = (
+                await caller.call(
+                    "interview",
+                    {},
+                    inputResponses={key: answer(name)},
+                    requestState=done["requestState"],
+                )
+            )["result"]
     assert done["content"] == [{"type": "text", "text": "Ada+Rex"}]
     assert done.get("resultType", "complete") == "complete"
     assert legs == ["", "first", "second"]  # each leg ran once, with its round's answers
