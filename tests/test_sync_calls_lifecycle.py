@@ -2,7 +2,9 @@
 
 - ``notifications/cancelled`` for the request (a FastMCP ``Client`` cancelling
   its ``call_tool``) ends the task ``cancelled``;
-- a connection that drops mid-wait leaves the task running to ``completed``;
+- a connection that drops mid-wait leaves the task running to ``completed``, on
+  2026-07-28 (a JSON answer not yet begun) and on 2025-11-25 (the call's SSE
+  stream closed, the session left open: no ``notifications/cancelled``);
 - a question on 2026-07-28 comes back as MRTR, the client's next round
   delivers the answer to the same task (one workflow), and a second question
   in a later leg takes another round; on 2025-11-25 each question is a live
@@ -18,6 +20,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import httpx
 import mcp_types
 import pytest
 from fastmcp import Context, FastMCP
@@ -127,6 +130,40 @@ async def test_a_dropped_connection_leaves_the_task_running(
         await call
     await asyncio.sleep(1)
     assert await task_status(temporal_client, task_queue) == "working"
+    await wait_status(temporal_client, task_queue, "completed", timeout=30)
+
+
+async def test_a_dropped_stream_on_the_handshake_wire_leaves_the_task_running(
+    url: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    headers = {"Accept": "application/json, text/event-stream"}
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-2025", "version": "1"},
+    }
+    call = {"name": "nap", "arguments": {"seconds": 6}}
+    async with httpx.AsyncClient(timeout=30) as http:
+        init = await http.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+            headers=headers,
+        )
+        headers |= {
+            "mcp-session-id": init.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
+        notified = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(url, json=notified, headers=headers)).status_code == 202
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+        stream = await http.send(
+            http.build_request("POST", url, json=body, headers=headers), stream=True
+        )
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        await wait_status(temporal_client, task_queue, "working")
+        await stream.aclose()  # the call's stream drops unread; the session stays open
+        await asyncio.sleep(1)
+        assert await task_status(temporal_client, task_queue) == "working"
     await wait_status(temporal_client, task_queue, "completed", timeout=30)
 
 
