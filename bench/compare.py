@@ -21,9 +21,10 @@ then polling it every ``--poll-ms`` until it is terminal (or as a row says).
   ``tools/call`` of a ``task=True`` tool *without* the tasks extension is a
   durable synchronous call (the task's workflow, answered at its end), also
   for the short tool; its *before* rows run the task workflow in Temporal's
-  sandbox, as it ran before it became ``sandboxed=False`` (``sandbox_toggle``), and
-  a bench-only row bounds what the wait's second history read costs
-  (``wait_for_close_only``).
+  sandbox, as it ran before it became ``sandboxed=False`` (``sandbox_toggle``), or
+  wait as every call waited before the wait read only the close event of a task
+  run here (``full_wait``); a bench-only row bounds what the ``workflow.patched``
+  markers cost (``no_patch_markers``).
 - **raw engine** on the *same* dev server: plain ``temporalio`` client and
   worker, one workflow with one activity; also with a local activity, and with
   eager workflow start (and both). ``start_workflow`` is "create"; a row either
@@ -73,11 +74,8 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server.core.wire import GetTaskResult
 from fastmcp_temporal.server.embedded.devserver import free_port
 from fastmcp_temporal.server.protocol import sync_calls
-from fastmcp_temporal.server.tasks.engine import workflow_id_for
-from fastmcp_temporal.workflows.models import TaskView
 
 TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -304,25 +302,35 @@ class System:
 
 
 @contextmanager
-def wait_for_close_only() -> Iterator[None]:
-    """Bench only, an upper bound: the wait reads the history once, for the close event.
+def full_wait() -> Iterator[None]:
+    """Before: the wait reads the history's first page, then long-polls for each batch of events.
 
-    As ``result()`` does: one long poll that answers when the run closes. Not a
-    design (such a wait would never see a task park in ``input_required``); it
-    measures what the wait's second history read per call costs.
+    As every durable synchronous call waited before ``sync_calls._ended_here``, which reads
+    only the close event of a task run in this process.
     """
-    fresh = sync_calls.watch
+    fresh = sync_calls._ended_here
 
-    async def watch(engine: Any, task_id: str, scope: Any, **_: Any) -> Any:
-        workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
-        handle = engine.client.get_workflow_handle(workflow_id, result_type=TaskView)
-        yield GetTaskResult.from_view(await handle.result())
+    async def ended_here(*_: Any) -> None:
+        return None
 
-    sync_calls.watch = watch
+    sync_calls._ended_here = ended_here
     try:
         yield
     finally:
-        sync_calls.watch = fresh
+        sync_calls._ended_here = fresh
+
+
+@contextmanager
+def no_patch_markers() -> Iterator[None]:
+    """Bench only, an upper bound: every ``workflow.patched`` is True with no marker written."""
+    from temporalio import workflow as temporal_workflow
+
+    fresh = temporal_workflow.patched
+    temporal_workflow.patched = lambda _id: True
+    try:
+        yield
+    finally:
+        temporal_workflow.patched = fresh
 
 
 @dataclass
@@ -464,10 +472,22 @@ async def spec_client_systems(
             setup=task_workflows_sandboxed,
         ),
         System(
-            OURS_DURABLE_SYNC_SHORT_CLOSE_ONLY,
+            OURS_DURABLE_SYNC_SHORT_FULL_WAIT,
             *http_durable_sync_call(wire, "echo_plain_short"),
             dev_pid,
-            setup=wait_for_close_only,
+            setup=full_wait,
+        ),
+        System(
+            OURS_DURABLE_SYNC_FULL_WAIT,
+            *http_durable_sync_call(wire, "echo_plain"),
+            dev_pid,
+            setup=full_wait,
+        ),
+        System(
+            OURS_DURABLE_SYNC_SHORT_NO_MARKERS,
+            *http_durable_sync_call(wire, "echo_plain_short"),
+            dev_pid,
+            setup=no_patch_markers,
         ),
     ]
 
@@ -603,8 +623,10 @@ OURS_DURABLE_SYNC_SHORT_APART = (
 )
 OURS_DURABLE_SYNC_BEFORE = OURS_DURABLE_SYNC + ", before (task workflow sandboxed)"
 OURS_DURABLE_SYNC_SHORT_BEFORE = OURS_DURABLE_SYNC_SHORT + ", before (task workflow sandboxed)"
-OURS_DURABLE_SYNC_SHORT_CLOSE_ONLY = (
-    OURS_DURABLE_SYNC_SHORT + ", the wait on the close event only (bench-only bound)"
+OURS_DURABLE_SYNC_SHORT_FULL_WAIT = OURS_DURABLE_SYNC_SHORT + ", before (the full wait)"
+OURS_DURABLE_SYNC_FULL_WAIT = OURS_DURABLE_SYNC + ", before (the full wait)"
+OURS_DURABLE_SYNC_SHORT_NO_MARKERS = (
+    OURS_DURABLE_SYNC_SHORT + ", no patch markers (bench-only bound)"
 )
 #: The issue's targets are set against this row (eager start + local activity + ``result()``).
 DURABLE_SYNC_ROWS = (
@@ -612,7 +634,9 @@ DURABLE_SYNC_ROWS = (
     OURS_DURABLE_SYNC_SHORT,
     OURS_DURABLE_SYNC_BEFORE,
     OURS_DURABLE_SYNC_SHORT_BEFORE,
-    OURS_DURABLE_SYNC_SHORT_CLOSE_ONLY,
+    OURS_DURABLE_SYNC_SHORT_FULL_WAIT,
+    OURS_DURABLE_SYNC_FULL_WAIT,
+    OURS_DURABLE_SYNC_SHORT_NO_MARKERS,
     OURS_DURABLE_SYNC_APART,
     OURS_DURABLE_SYNC_SHORT_APART,
 )

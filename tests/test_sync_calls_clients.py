@@ -12,11 +12,13 @@ For each: a call is a task workflow on the test's queue, answering what the task
 workflow ended with, which is what the same body answers inline (the twins of
 ``tests.test_sync_calls``, ``ToolOptions(durable_sync_calls=False)``); progress
 reaches the client in order; bad arguments answer what the inline twin answers and
-start nothing; on 2026-07-28 a tool that asks twice is two MRTR rounds of one task.
+start nothing; on 2026-07-28 a tool that asks twice is two MRTR rounds of one task, also
+when the hint that its task parked (``park_hints``) never comes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
@@ -31,6 +33,8 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.core.visibility import workflow_type
+from fastmcp_temporal.server.protocol import sync_calls
+from fastmcp_temporal.workflows import park_hints
 from tests import test_sync_calls, test_sync_calls_lifecycle
 from tests.ports import run_server_async
 from tests.test_sync_calls import count_workflows, workflows
@@ -282,3 +286,43 @@ async def test_questions_are_mrtr_rounds_of_one_task(
     (view,) = (await tasks_of(temporal_client, task_queue, 1)).values()
     assert view["status"] == "completed"
     assert view["result"] == as_ended({"result": done})
+
+
+async def test_without_the_park_hint_the_wait_still_finds_questions_and_long_ends(
+    asking_url: str, legs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call without a ``progressToken`` whose task runs here waits on the task's close
+    event alone until the task parks (``park_hints``) or ``END_HERE_WAIT_S`` passes. Where
+    no hint comes (the task parked on another worker), the full wait takes over after that
+    bound: the questions arrive, and a task that runs past it answers."""
+    monkeypatch.setattr(park_hints, "parked", lambda workflow_id: None)
+    monkeypatch.setattr(sync_calls, "END_HERE_WAIT_S", 0.5)
+    async with connect("raw-json-rpc", asking_url) as caller:
+        done = (await caller.call("interview", {}))["result"]
+        for name in ("Ada", "Rex"):
+            assert done["resultType"] == "input_required", done
+            ((key, _),) = done["inputRequests"].items()
+            responses = {key: answer(name)}
+            state = done["requestState"]
+            done = (
+                await caller.call("interview", {}, inputResponses=responses, requestState=state)
+            )["result"]
+        assert done["content"] == [{"type": "text", "text": "Ada+Rex"}]
+        napped = (await caller.call("nap", {"seconds": 1.5}))["result"]
+    assert napped["content"] == [{"type": "text", "text": "rested"}]
+    assert legs == ["", "first", "second"]
+
+
+async def test_notifications_cancelled_cancels_a_call_without_a_progress_token(
+    asking_url: str, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """The SDK's ``ClientSession`` sends no ``progressToken`` unless asked: its call waits on
+    the close event alone, and cancelling it still cancels the task (2025-11-25, where
+    the SDK sends ``notifications/cancelled``)."""
+    async with connect(f"sdk-session-{HANDSHAKE}", asking_url) as caller:
+        call = asyncio.create_task(caller.call("nap", {"seconds": 60}))
+        await test_sync_calls_lifecycle.wait_status(temporal_client, task_queue, "working")
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    await test_sync_calls_lifecycle.wait_status(temporal_client, task_queue, "cancelled")

@@ -41,7 +41,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, HistoryEventFilterType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.service import RPCError, RPCStatusCode
@@ -75,6 +75,9 @@ _INVISIBLE = frozenset(
         EventType.EVENT_TYPE_TIMER_FIRED,
     }
 )
+
+
+_CONTINUED_AS_NEW = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
 
 
 def is_terminal(task: GetTaskResult) -> bool:
@@ -148,6 +151,33 @@ async def watch(
             waiting.cancel()
             with contextlib.suppress(asyncio.CancelledError, RPCError):
                 await waiting
+
+
+async def ended(engine: TaskEngine, task_id: str, scope: str | None) -> GetTaskResult | None:
+    """The task once its run closes, from one long poll for the close event alone.
+
+    What ``result()`` reads: one history read, answered when the run closes (a
+    ``watch`` reads the first page, then long-polls for each batch of events).
+    It never sees a task park, so only a wait that learns of parks another way
+    uses it. ``None`` when the run continued as new (the task goes on) or the
+    poll's window ended with the run open.
+    """
+    request = GetWorkflowExecutionHistoryRequest(
+        namespace=engine.client.namespace,
+        execution=WorkflowExecution(
+            workflow_id=workflow_id_for(task_id, scope, engine.scope_secret)
+        ),
+        wait_new_event=True,
+        history_event_filter_type=HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+        skip_archival=True,
+    )
+    response = await engine.client.workflow_service.get_workflow_execution_history(
+        request, retry=True, timeout=LONG_POLL_TIMEOUT
+    )
+    events = list(response.history.events)
+    if not events or events[-1].event_type == _CONTINUED_AS_NEW:
+        return None
+    return await _completed_view(engine, task_id, events) or await engine.get(task_id, scope)
 
 
 def _may_show(events: list[HistoryEvent], invisible: frozenset[int] = _INVISIBLE) -> bool:
