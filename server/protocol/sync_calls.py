@@ -25,10 +25,11 @@ what the task holds:
 
 The wait is ``task_watch.watch``: a long poll on the workflow's history, no
 ``tasks/get`` polling. A call without a ``progressToken`` whose task runs in this
-process's worker first waits on the close event alone (``_ended_here``: one read). ``notifications/cancelled`` for the request cancels the
-task; a dropped connection (or a stopping front end) does not -- the work goes
-on, and a retry with the same ``Idempotency-Key`` attaches to it and answers its
-result without running the body again.
+process's worker first waits on the close event alone (``_ended_here``: one read).
+``notifications/cancelled`` for the request cancels the task; a dropped
+connection (or a stopping front end) does not -- the work goes on, and a retry
+with the same ``Idempotency-Key`` attaches to it and answers its result without
+running the body again.
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ from fastmcp_temporal.workflows import park_hints
 
 #: How long the wait pauses after Temporal failed a read transiently.
 TRANSIENT_RETRY_S = 1.0
-#: How long a wait for a task run here reads only its close event (``_ended_here``).
+#: How long a wait for a task run here reads only its close event (``_ended_here``): a
+#: question of a task that parked on another worker (no hint reaches this process)
+#: reaches the client at most this late; a task that runs longer costs one read more.
 END_HERE_WAIT_S = 5.0
 
 
