@@ -31,9 +31,10 @@ from tests.helpers import eventually
 def _running(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        # The process may be reaped between the two checks: then it is not running.
+        return open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
         return False
-    return open(f"/proc/{pid}/stat").read().split()[2] != "Z"
 
 
 def echo_server(extension: TemporalTasks) -> FastMCP:
