@@ -32,7 +32,11 @@ from temporalio import activity
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.task_context import current_leg_progress
-from fastmcp_temporal.workflows.models import LOCAL_LEG_PROGRESS_SIGNAL, LocalLegProgress
+from fastmcp_temporal.workflows.models import (
+    LOCAL_LEG_PROGRESS_SIGNAL,
+    LocalLegProgress,
+    ProgressReport,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +133,12 @@ class LegProgress:
     @property
     def message(self) -> str | None:
         return self._message
+
+    def last_report(self) -> ProgressReport | None:
+        """The progress as last reported (``None`` before any number): the leg's final word."""
+        if self._current is None:
+            return None
+        return ProgressReport(progress=self._current, total=self._total, message=self._message)
 
     def details(self) -> dict[str, Any]:
         return {

@@ -117,6 +117,8 @@ class ToolLegActivity:
                 outcome = outcome.model_copy(
                     update={"progress_leg": signals.leg, "progress_signals": acknowledged}
                 )
+            if outcome.kind == "result" and (final := progress.last_report()) is not None:
+                outcome = outcome.model_copy(update={"final_progress": final})
             return outcome
         except asyncio.CancelledError:
             details = activity.cancellation_details()

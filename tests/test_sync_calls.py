@@ -266,11 +266,6 @@ async def test_progress_reaches_the_client_in_order(url: str, mode: str, tool: s
         assert seen == [(float(i), 3.0, f"step {i}") for i in (1, 2, 3)], name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (docs/differences.md §11): a report made just before the body returns "
-    "is in neither the task's history nor its result, so the call answers without it",
-)
 @pytest.mark.parametrize("short", [True, False], ids=["local-leg", "activity-leg"])
 async def test_a_report_made_just_before_returning_reaches_the_client(
     temporal_tasks: BuildTasks, short: bool

@@ -278,6 +278,14 @@ class StoredResult(BaseModel):
     is_error: bool = False
 
 
+class ProgressReport(BaseModel):
+    """A leg's last progress report, as ``notifications/progress`` carries it."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
 class LegOutcome(BaseModel):
     """How a leg ended. Exactly one of the three shapes is set, by ``kind``.
 
@@ -300,6 +308,10 @@ class LegOutcome(BaseModel):
     #: ends the task (none of them may arrive during its closing workflow task).
     progress_leg: str | None = None
     progress_signals: int = 0
+    #: ``kind == "result"``: the body's last progress report, if it made one. Its
+    #: heartbeat ended with the leg, or its signal was dropped with it: a waiting
+    #: synchronous call relays it from the task's end (``TaskView.final_progress``).
+    final_progress: ProgressReport | None = None
 
 
 class InputDelivery(BaseModel):
@@ -327,3 +339,6 @@ class TaskView(BaseModel):
     input_requests: dict[str, dict[str, Any]] | None = None
     #: A completed task's big result, by reference (``result`` is then ``None``).
     stored_result: StoredResult | None = None
+    #: A completed task's last progress report (its last leg's), for a waiting
+    #: synchronous call; never in the memo, never on the wire.
+    final_progress: ProgressReport | None = None

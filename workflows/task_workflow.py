@@ -73,6 +73,7 @@ from fastmcp_temporal.workflows.models import (
     InputDelivery,
     LegOutcome,
     LegRequest,
+    ProgressReport,
     ResumePoint,
     StoredResult,
     TaskStart,
@@ -114,6 +115,7 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
         self._last_updated_at = start.resume.last_updated_at if start.resume else start.created_at
         self._result: dict[str, Any] | None = None
         self._stored_result: StoredResult | None = None
+        self._final_progress: ProgressReport | None = None
         self._error: dict[str, Any] | None = None
         # Outstanding input: minted key -> (tool's own key, the request).
         self._outstanding: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -181,6 +183,7 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
     def _complete(self, outcome: LegOutcome) -> TaskView:
         self._result = outcome.result
         self._stored_result = outcome.stored_result
+        self._final_progress = outcome.final_progress
         self._transition("completed")
         return self.view()
 
@@ -340,6 +343,7 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
             status_message=self._status_message or self._local_leg_message(),
             result=self._result,
             stored_result=self._stored_result,
+            final_progress=self._final_progress,
             error=self._error,
             input_requests=(
                 {key: request for key, (_, request) in self._outstanding.items()}
@@ -394,11 +398,15 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
         if self._status == "cancelled":
             return  # read from the memo's last state and Temporal's close time
         view = self.view()
+        # ``final_progress`` stays out of the memo, and out of the size that decides
+        # whether the memo is written: that decision is a command.
         if self._status in ("completed", "failed"):
-            if len(view.model_dump_json()) <= FINAL_MEMO_LIMIT:
-                workflow.upsert_memo({MEMO_KEY: view.model_dump(mode="json")})
+            final = view.model_dump(mode="json", exclude={"final_progress"})
+            if len(view.model_dump_json(exclude={"final_progress"})) <= FINAL_MEMO_LIMIT:
+                workflow.upsert_memo({MEMO_KEY: final})
             return
-        workflow.upsert_memo({MEMO_KEY: view.model_dump(mode="json", exclude={"result", "error"})})
+        working = view.model_dump(mode="json", exclude={"result", "error", "final_progress"})
+        workflow.upsert_memo({MEMO_KEY: working})
 
 
 def _describe_request(request: dict[str, Any]) -> str:

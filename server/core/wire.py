@@ -16,9 +16,9 @@ from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, RequestParams, Result
 from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from fastmcp_temporal.workflows.models import TaskStatus, TaskView
+from fastmcp_temporal.workflows.models import ProgressReport, TaskStatus, TaskView
 
 _MAX_ECHOED_ID = 80
 _ENDED_WITHOUT_MESSAGE = frozenset({"completed", "cancelled"})
@@ -56,6 +56,13 @@ class GetTaskResult(_TaskFields):
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     input_requests: dict[str, Any] | None = Field(default=None, serialization_alias="inputRequests")
+    #: A completed task's last progress report (``TaskView.final_progress``), read from
+    #: the workflow's result by a waiting synchronous call; never on the wire.
+    _final_progress: ProgressReport | None = PrivateAttr(default=None)
+
+    @property
+    def final_progress(self) -> ProgressReport | None:
+        return self._final_progress
 
     @classmethod
     def from_view(
@@ -88,7 +95,11 @@ class GetTaskResult(_TaskFields):
             result=view.result if view.status == "completed" else None,
             error=view.error if view.status == "failed" else None,
             input_requests=view.input_requests if view.status == "input_required" else None,
-        )
+        )._with_final_progress(view.final_progress)
+
+    def _with_final_progress(self, report: ProgressReport | None) -> GetTaskResult:
+        self._final_progress = report
+        return self
 
 
 class AckResult(Result):

@@ -58,7 +58,12 @@ from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol import mrtr
 from fastmcp_temporal.server.protocol.creation import create_task, declared_capabilities
 from fastmcp_temporal.server.protocol.live_request import needs_live_request
-from fastmcp_temporal.server.protocol.sync_progress import progress_token, relay_progress
+from fastmcp_temporal.server.protocol.sync_progress import (
+    Relayed,
+    progress_token,
+    relay_progress,
+    send_final,
+)
 from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient, temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
@@ -154,19 +159,24 @@ async def _wait(
     """
     relay: asyncio.Task[None] | None = None
     shared: SharedTail | None = None
+    relayed = Relayed()
     if progress_token(context) is not None:
         # The relay and the wait read one history: one long poll at a time serves both.
         workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
         shared = SharedTail(HistoryTail(engine, workflow_id))
         relay = asyncio.create_task(
-            relay_progress(engine, workflow_id, context, tail=shared.reader())
+            relay_progress(engine, workflow_id, context, tail=shared.reader(), relayed=relayed)
         )
     try:
         if shared is None and seen is not None and engine.eager_start:
             view = await _ended_here(engine, task_id, scope)
             if view is not None:
                 return view
-        return await _until_answerable(engine, task_id, scope, seen, shared)
+        view = await _until_answerable(engine, task_id, scope, seen, shared)
+        if relay is not None:
+            await _stop(relay)
+            await send_final(context, relayed, view.final_progress)
+        return view
     except BaseException:
         if _compat.peer_cancelled(context):
             # The client cancelled this request: the task is its work, cancel it too.
@@ -175,11 +185,15 @@ async def _wait(
         raise
     finally:
         if relay is not None:
-            relay.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await relay
+            await _stop(relay)
         if shared is not None:
             await shared.close()
+
+
+async def _stop(relay: asyncio.Task[None]) -> None:
+    relay.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await relay
 
 
 async def _ended_here(engine: TaskEngine, task_id: str, scope: str | None) -> GetTaskResult | None:

@@ -13,6 +13,12 @@ places, and this relay reads both while the request waits:
 - a local leg signals its progress to its workflow (``mcp_leg_progress``),
   which is history: read from a long poll on the history's tail, as it arrives.
 
+The body's last report may be in neither place: a heartbeat ends with its leg
+(and is read only every ``HEARTBEAT_READ_S``), and a local leg drops a signal it
+has not sent when it returns. The leg hands it to the task's end
+(``TaskView.final_progress``), and the wait sends it once the relay has stopped
+(``send_final``), before the result, as an inline call would.
+
 Only a report whose progress is past the last one relayed goes on, in the order
 it was read (MCP: the progress value increases with each notification), so the
 client sees the body's reports coalesced to at most about one a second, never
@@ -27,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from fastmcp.server.context import Context
@@ -38,7 +45,11 @@ from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.task_records import describe_raw
 from fastmcp_temporal.server.tasks.task_watch import HistoryTail, Tail
-from fastmcp_temporal.workflows.models import LOCAL_LEG_PROGRESS_SIGNAL, LocalLegProgress
+from fastmcp_temporal.workflows.models import (
+    LOCAL_LEG_PROGRESS_SIGNAL,
+    LocalLegProgress,
+    ProgressReport,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,16 +68,31 @@ def progress_token(context: Context) -> str | int | None:
     return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
+@dataclass
+class Relayed:
+    """The last report the relay sent: the task's final one goes on only if it is newer."""
+
+    last: Report | None = None
+
+    def is_new(self, report: Report | None) -> bool:
+        return report is not None and (self.last is None or report[0] > self.last[0])
+
+
 async def relay_progress(
-    engine: TaskEngine, workflow_id: str, context: Context, tail: Tail | None = None
+    engine: TaskEngine,
+    workflow_id: str,
+    context: Context,
+    tail: Tail | None = None,
+    relayed: Relayed | None = None,
 ) -> None:
     """Send each new report of the task's body to the client, until cancelled.
 
     ``tail``: the history's new events when the wait shares its long polls
     (``task_watch.SharedTail``); by default a ``HistoryTail`` of its own.
+    ``relayed``: where the last report sent is kept (``send_final``).
     """
     tail = tail or HistoryTail(engine, workflow_id)
-    last: Report | None = None
+    relayed = relayed or Relayed()
     waiting: asyncio.Task[list[HistoryEvent] | None] | None = None
     try:
         while True:
@@ -87,14 +113,30 @@ async def relay_progress(
                 await asyncio.sleep(HEARTBEAT_READ_S)
                 continue
             for report in reports:
-                if report is not None and (last is None or report[0] > last[0]):
-                    last = report
+                if report is not None and relayed.is_new(report):
+                    relayed.last = report
                     await context.report_progress(*report)
     finally:
         if waiting is not None:
             waiting.cancel()
             with contextlib.suppress(asyncio.CancelledError, RPCError):
                 await waiting
+
+
+async def send_final(context: Context, relayed: Relayed, final: ProgressReport | None) -> None:
+    """The task's last report, if the relay did not send it (the relay has stopped).
+
+    A body that reports just before it returns: the report's heartbeat ended with
+    its leg, or its signal was dropped with it, so only the task's end carries it.
+    Inline, it reaches the client before the result; so it does here.
+    """
+    if final is None:
+        return
+    report = _report(final.progress, final.total, final.message)
+    if relayed.is_new(report):
+        assert report is not None
+        relayed.last = report
+        await context.report_progress(*report)
 
 
 async def _signalled(engine: TaskEngine, event: HistoryEvent) -> Report | None:
