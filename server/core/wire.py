@@ -84,7 +84,7 @@ class GetTaskResult(_TaskFields):
             last_updated_at = max(last_updated_at, message_changed_at)
         if status_message is None and view.status not in _ENDED_WITHOUT_MESSAGE:
             status_message = view.status_message
-        return cls(
+        task = cls(
             task_id=view.task_id,
             status=view.status,
             status_message=status_message,
@@ -95,11 +95,9 @@ class GetTaskResult(_TaskFields):
             result=view.result if view.status == "completed" else None,
             error=view.error if view.status == "failed" else None,
             input_requests=view.input_requests if view.status == "input_required" else None,
-        )._with_final_progress(view.final_progress)
-
-    def _with_final_progress(self, report: ProgressReport | None) -> GetTaskResult:
-        self._final_progress = report
-        return self
+        )
+        task._final_progress = view.final_progress
+        return task
 
 
 class AckResult(Result):

@@ -175,6 +175,7 @@ async def _wait(
         view = await _until_answerable(engine, task_id, scope, seen, shared)
         if relay is not None:
             await _stop(relay)
+            relay = None
             await send_final(context, relayed, view.final_progress)
         return view
     except BaseException:

@@ -74,8 +74,8 @@ class Relayed:
 
     last: Report | None = None
 
-    def is_new(self, report: Report | None) -> bool:
-        return report is not None and (self.last is None or report[0] > self.last[0])
+    def is_new(self, report: Report) -> bool:
+        return self.last is None or report[0] > self.last[0]
 
 
 async def relay_progress(
@@ -132,9 +132,8 @@ async def send_final(context: Context, relayed: Relayed, final: ProgressReport |
     """
     if final is None:
         return
-    report = _report(final.progress, final.total, final.message)
+    report: Report = (final.progress, final.total, final.message)
     if relayed.is_new(report):
-        assert report is not None
         relayed.last = report
         await context.report_progress(*report)
 
