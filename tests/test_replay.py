@@ -27,7 +27,7 @@ from fastmcp_temporal.server.core.codec import ENCODING, KEY_ENV
 from fastmcp_temporal.server.payloads.payload_store import DiskStorageDriver
 from fastmcp_temporal.workflows.leg_retry import RETRY_UNTIL_DEADLINE_PATCH
 from fastmcp_temporal.workflows.local_legs import ACTIVITY_LEGS_AFTER_INPUT, LOCAL_LEG_PROGRESS
-from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES, TaskView
+from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES, ProgressReport, TaskView
 from fastmcp_temporal.workflows.task_workflow import RESULT_STORED_ONCE
 from fastmcp_temporal.workflows.tool_helpers import PROGRESS_IN_MEMO_PATCH
 from tests.histories.catalog import (
@@ -42,6 +42,7 @@ from tests.histories.paths_v2 import STORED_PAYLOADS_THRESHOLD, V2
 from tests.histories.paths_v3 import V3
 from tests.histories.paths_v4 import V4
 from tests.histories.paths_v5 import V5
+from tests.histories.paths_v6 import V6
 from tests.histories.replay import HISTORIES, load_history, patch_ids, task_replayer
 
 
@@ -174,7 +175,8 @@ def test_each_generation_took_its_branch_of_the_patches(file: str) -> None:
     report), ``v3`` of ``result-stored-once`` too (a task run at its first leg),
     ``v4`` (local legs only) of ``local-leg-progress`` too, ``v5`` (a local-leg task's
     answered leg) of ``activity-legs-after-input`` too; ``v5/sealed_caller``, a task with
-    activity legs, asks only the two patches every such task asks."""
+    activity legs, asks only the two patches every such task asks; ``v6`` (a last progress
+    report in the task's result) asks no patch of its own."""
     patches = set(patch_ids(load_history(file)))
     generation = file.split("/")[0] if "/" in file else None
     if generation is None:
@@ -185,7 +187,7 @@ def test_each_generation_took_its_branch_of_the_patches(file: str) -> None:
         assert patches == set()
     elif generation == V2:
         assert patches == {RETRY_UNTIL_DEADLINE_PATCH}
-    elif generation == V4:
+    elif generation == V4 or file == f"{V6}/final_progress_local_leg":  # local legs
         assert patches == {RETRY_UNTIL_DEADLINE_PATCH, RESULT_STORED_ONCE, LOCAL_LEG_PROGRESS}
     elif generation == V5 and _base(file) == "local_leg":
         assert patches == {
@@ -241,6 +243,16 @@ async def test_a_recorded_history_replays_on_the_current_workflow_code(
     replayer = task_replayer(WORKFLOW_TOOL_CLASSES, key, storage)
     result = await replayer.replay_workflow(load_history(file))
     assert result.replay_failure is None
+
+
+@pytest.mark.parametrize("file", [f"{V6}/final_progress", f"{V6}/final_progress_local_leg"])
+def test_the_v6_task_ends_with_its_last_progress_report(file: str) -> None:
+    """The replay above ran these on the current code: the new payload field replays."""
+    (result,) = (
+        load_history(file).events[-1].workflow_execution_completed_event_attributes.result.payloads
+    )
+    view = TaskView.model_validate_json(result.data)
+    assert view.final_progress == ProgressReport(progress=1, total=1, message="done")
 
 
 def test_the_stored_history_holds_references_not_payloads() -> None:

@@ -1,7 +1,7 @@
 """Every declared path of every code generation: what the recorder writes and the gate expects.
 
 Generation 1 (``paths.FIRST_GENERATION``) sits at the top of ``tests/histories``;
-each later generation in its own folder (``v2/`` to ``v5/``), so a file's path says which
+each later generation in its own folder (``v2/`` to ``v6/``), so a file's path says which
 workflow code recorded it (see CONTRIBUTING.md, "Recording histories").
 """
 
@@ -14,9 +14,15 @@ from tests.histories.paths_v2 import SECOND_GENERATION
 from tests.histories.paths_v3 import THIRD_GENERATION
 from tests.histories.paths_v4 import FOURTH_GENERATION
 from tests.histories.paths_v5 import FIFTH_GENERATION
+from tests.histories.paths_v6 import SIXTH_GENERATION
 
 PATHS: tuple[TaskPath, ...] = (
-    FIRST_GENERATION + SECOND_GENERATION + THIRD_GENERATION + FOURTH_GENERATION + FIFTH_GENERATION
+    FIRST_GENERATION
+    + SECOND_GENERATION
+    + THIRD_GENERATION
+    + FOURTH_GENERATION
+    + FIFTH_GENERATION
+    + SIXTH_GENERATION
 )
 #: The workflow tools' classes, which replaying their ``.body`` histories needs.
 WORKFLOW_TOOL_CLASSES: tuple[type, ...] = (AskingAgent, FailingAgent)
