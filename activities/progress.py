@@ -31,6 +31,7 @@ from typing import Any
 from temporalio import activity
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.activities import progress_hints
 from fastmcp_temporal.activities.task_context import current_leg_progress
 from fastmcp_temporal.workflows.models import (
     LOCAL_LEG_PROGRESS_SIGNAL,
@@ -114,9 +115,17 @@ class LegProgress:
     its workflow takes them, else they stay in this object.
     """
 
-    def __init__(self, *, heartbeats: bool = True, signals: ProgressSignals | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        heartbeats: bool = True,
+        signals: ProgressSignals | None = None,
+        workflow_id: str | None = None,
+    ) -> None:
+        """``workflow_id``: the leg's task, told of each report in-process (``progress_hints``)."""
         self._heartbeats = heartbeats
         self.signals = signals
+        self._workflow_id = workflow_id
         self._current: float | None = None
         self._total: float | None = None
         self._message: str | None = None
@@ -180,6 +189,8 @@ class LegProgress:
         self._beat()
 
     def _beat(self) -> None:
+        if self._workflow_id is not None and (report := self.last_report()) is not None:
+            progress_hints.reported(self._workflow_id, report)
         if self._heartbeats:
             activity.heartbeat(self.details())
         elif self.signals is not None:

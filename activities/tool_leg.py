@@ -109,7 +109,9 @@ class ToolLegActivity:
             if info.is_local and request.progress_signals
             else None
         )
-        progress = LegProgress(heartbeats=not info.is_local, signals=signals)
+        progress = LegProgress(
+            heartbeats=not info.is_local, signals=signals, workflow_id=info.workflow_id
+        )
         heartbeats = asyncio.create_task(progress.heartbeat_forever(self._heartbeat_interval_s))
         try:
             outcome = await self._run(request, progress)

@@ -23,8 +23,12 @@ then polling it every ``--poll-ms`` until it is terminal (or as a row says).
   for the short tool; its *before* rows run the task workflow in Temporal's
   sandbox, as it ran before it became ``sandboxed=False`` (``sandbox_toggle``), or
   wait as every call waited before the wait read only the close event of a task
-  run here (``full_wait``); a bench-only row bounds what the ``workflow.patched``
-  markers cost (``no_patch_markers``).
+  run here (``full_wait``); the short tool also with a ``progressToken`` on every
+  call (as FastMCP's ``Client`` and Claude Code send), and before that call waited
+  on the close event alone; a bench-only row bounds what the ``workflow.patched``
+  markers cost (``no_patch_markers``). The ratios add the throughput the HTTP path
+  and the raw row reach in series: what a durable call whose Temporal side costs
+  what the raw row's does would reach.
 - **raw engine** on the *same* dev server: plain ``temporalio`` client and
   worker, one workflow with one activity; also with a local activity, and with
   eager workflow start (and both). ``start_workflow`` is "create"; a row either
@@ -212,12 +216,18 @@ def http_sync_call(wire: McpHttp) -> tuple[Create, Get]:
     return create, get
 
 
-def http_durable_sync_call(wire: McpHttp, tool: str) -> tuple[Create, Get]:
-    """A ``tools/call`` without the tasks extension: a task's workflow, answered at its end."""
+def http_durable_sync_call(
+    wire: McpHttp, tool: str, progress_token: bool = False
+) -> tuple[Create, Get]:
+    """A ``tools/call`` without the tasks extension: a task's workflow, answered at its end.
+
+    ``progress_token``: the call carries one, as FastMCP's ``Client`` and Claude Code's do.
+    """
 
     async def create(i: int) -> Any:
         params = {"name": tool, "arguments": {"text": str(i)}}
-        return await wire.result("tools/call", params, declare_tasks=False)
+        meta = {"progressToken": f"p{i}"} if progress_token else None
+        return await wire.result("tools/call", params, declare_tasks=False, meta=meta)
 
     async def get(result: Any) -> str:
         return "completed"
@@ -484,6 +494,17 @@ async def spec_client_systems(
             setup=full_wait,
         ),
         System(
+            OURS_DURABLE_SYNC_SHORT_TOKEN,
+            *http_durable_sync_call(wire, "echo_plain_short", progress_token=True),
+            dev_pid,
+        ),
+        System(
+            OURS_DURABLE_SYNC_SHORT_TOKEN_FULL_WAIT,
+            *http_durable_sync_call(wire, "echo_plain_short", progress_token=True),
+            dev_pid,
+            setup=full_wait,
+        ),
+        System(
             OURS_DURABLE_SYNC_SHORT_NO_MARKERS,
             *http_durable_sync_call(wire, "echo_plain_short"),
             dev_pid,
@@ -628,6 +649,8 @@ OURS_DURABLE_SYNC_FULL_WAIT = OURS_DURABLE_SYNC + ", before (the full wait)"
 OURS_DURABLE_SYNC_SHORT_NO_MARKERS = (
     OURS_DURABLE_SYNC_SHORT + ", no patch markers (bench-only bound)"
 )
+OURS_DURABLE_SYNC_SHORT_TOKEN = OURS_DURABLE_SYNC_SHORT + ", with a `progressToken`"
+OURS_DURABLE_SYNC_SHORT_TOKEN_FULL_WAIT = OURS_DURABLE_SYNC_SHORT_TOKEN + ", before (the full wait)"
 #: The issue's targets are set against this row (eager start + local activity + ``result()``).
 DURABLE_SYNC_ROWS = (
     OURS_DURABLE_SYNC,
@@ -637,6 +660,8 @@ DURABLE_SYNC_ROWS = (
     OURS_DURABLE_SYNC_SHORT_FULL_WAIT,
     OURS_DURABLE_SYNC_FULL_WAIT,
     OURS_DURABLE_SYNC_SHORT_NO_MARKERS,
+    OURS_DURABLE_SYNC_SHORT_TOKEN,
+    OURS_DURABLE_SYNC_SHORT_TOKEN_FULL_WAIT,
     OURS_DURABLE_SYNC_APART,
     OURS_DURABLE_SYNC_SHORT_APART,
 )
@@ -693,6 +718,8 @@ def print_ratios(
                     f"| throughput {name} / {eager_local} (target >= 0.8 x) | {concurrency} | "
                     f"{rate:.1f} / {raw_rate:.1f} = **{rate / raw_rate:.2f} x** |"
                 )
+            if HTTP_SYNC_FLOOR in at:
+                print_series_bound(at, concurrency)
         if RAW_START not in at:
             continue
         start = pct(at[RAW_START].run.creates, 0.5)
@@ -706,6 +733,29 @@ def print_ratios(
             print(
                 f"| `tasks/get` p50 {name} | {concurrency} | "
                 f"**{pct(at[name].run.gets, 0.5):.1f} ms** |"
+            )
+
+
+def print_series_bound(at: dict[str, Totals], concurrency: int) -> None:
+    """What a call doing both the HTTP path's work and the raw row's would reach.
+
+    When every row is CPU-bound, a call's cost is the sum of its parts' costs, so
+    1 / (1 / http + 1 / raw) calls per second: what a durable sync call would reach
+    if its Temporal side cost exactly what the raw row does and nothing else.
+    """
+    http, raw = at[HTTP_SYNC_FLOOR].tasks_per_s, at[RAW_EAGER_LOCAL].tasks_per_s
+    bound = 1 / (1 / http + 1 / raw)
+    print(
+        f"| throughput bound: the HTTP path alone and {RAW_EAGER_LOCAL} in series, "
+        f"1 / (1 / {http:.1f} + 1 / {raw:.1f}), / {RAW_EAGER_LOCAL} | {concurrency} | "
+        f"{bound:.1f} / {raw:.1f} = **{bound / raw:.2f} x** |"
+    )
+    for name in (OURS_DURABLE_SYNC_SHORT, OURS_DURABLE_SYNC_SHORT_TOKEN):
+        if name in at:
+            rate = at[name].tasks_per_s
+            print(
+                f"| throughput {name} / that bound | {concurrency} | "
+                f"{rate:.1f} / {bound:.1f} = **{rate / bound:.2f} x** |"
             )
 
 

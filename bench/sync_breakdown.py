@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 import temporalio.service as service
+from compare import full_wait
 from fastmcp import FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp.utilities.tests import run_server_async
@@ -357,6 +358,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--before", action="store_true", help="the wait as before 3c06cb6")
     parser.add_argument(
+        "--full-wait", action="store_true", help="no wait on the close event alone (compare.py)"
+    )
+    parser.add_argument(
         "--sandboxed", action="store_true", help="the task workflow in the sandbox, as before"
     )
     parser.add_argument(
@@ -366,4 +370,6 @@ if __name__ == "__main__":
         help="short: local legs (timeout=10); default: a plain task=True tool, activity legs",
     )
     args = parser.parse_args()
+    if args.full_wait:
+        full_wait().__enter__()  # for the whole process: the context is never left
     asyncio.run(main(args.n, args.progress, args.before, args.sandboxed, SHAPES[args.tool]))

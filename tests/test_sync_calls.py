@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import mcp_types
@@ -28,7 +28,9 @@ from pydantic import BaseModel
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal.activities import progress_hints
 from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_META
+from fastmcp_temporal.server.protocol import sync_calls
 from fastmcp_temporal.server.tasks.starter import ToolOptions
 from tests.ports import run_server_async
 
@@ -46,7 +48,10 @@ class PlainClient(Client):  # type: ignore[type-arg]
 
 
 MODES = ["legacy", "auto"]  # 2025-11-25 and 2026-07-28
-TWINS = ("report", "fails", "crashes", "refuses", "steps", "short_steps")
+#: ``(progress, total, message)`` of each ``notifications/progress``, as received.
+Progress = list[tuple[float, float | None, str | None]]
+ProgressHandler = Callable[[float, float | None, str | None], Awaitable[None]]
+TWINS = ("report", "fails", "crashes", "refuses", "steps", "short_steps", "burst")
 
 
 class Report(BaseModel):
@@ -83,6 +88,12 @@ def tools(mcp: FastMCP, runs: list[str], suffix: str) -> None:
 
     # A short tool (a timeout under 30 s): its legs are local, its progress is signals.
     mcp.tool(name=f"short_steps{suffix}", task=True, timeout=20)(steps)
+
+    @mcp.tool(name=f"burst{suffix}", task=True, timeout=20)
+    async def burst(ctx: Context) -> str:
+        for step in range(1, 6):
+            await ctx.report_progress(step, 5, f"report {step}")
+        return "done"
 
 
 def build(extension: TemporalTasks, runs: list[str], **server: Any) -> FastMCP:
@@ -264,6 +275,64 @@ async def test_progress_reaches_the_client_in_order(url: str, mode: str, tool: s
         async with PlainClient(url, mode=mode, progress_handler=on_progress) as client:  # type: ignore[arg-type]
             assert (await client.call_tool(name, {"count": 3})).data == "done"
         assert seen == [(float(i), 3.0, f"step {i}") for i in (1, 2, 3)], name
+
+
+def progress_sink() -> tuple[Progress, ProgressHandler]:
+    """Where a client's ``progress_handler`` puts each report, as received."""
+    seen: Progress = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    return seen, on_progress
+
+
+def count_full_waits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Task ids whose wait went past the close event alone (``sync_calls._until_answerable``)."""
+    full_waits: list[str] = []
+    original = sync_calls._until_answerable
+
+    async def counted(engine: Any, task_id: str, *args: Any, **kwargs: Any) -> Any:
+        full_waits.append(task_id)
+        return await original(engine, task_id, *args, **kwargs)
+
+    monkeypatch.setattr(sync_calls, "_until_answerable", counted)
+    return full_waits
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_short_tools_every_report_arrives_as_inline_while_the_wait_reads_once(
+    url: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short tool's legs run where the call waits (eager start, local legs), so they tell
+    it of each report in-process (``progress_hints``): the wait reads only the task's close
+    event, even with a ``progressToken`` (FastMCP's ``Client`` sends one on every call), and
+    every report arrives, none coalesced, as inline."""
+    full_waits = count_full_waits(monkeypatch)
+    for name in ("burst", "burst_inline"):
+        seen, on_progress = progress_sink()
+        async with PlainClient(url, mode=mode, progress_handler=on_progress) as client:
+            assert (await client.call_tool(name, {})).data == "done"
+        assert seen == [(float(i), 5.0, f"report {i}") for i in range(1, 6)], name
+    assert full_waits == []
+
+
+@pytest.mark.parametrize("hints", [True, False], ids=["hints", "no-hints"])
+async def test_past_the_bound_progress_comes_from_the_history_in_order_and_once(
+    url: str, hints: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short task still running after ``END_HERE_WAIT_S`` is waited for as before: its
+    progress then comes from the history, after what the hints relayed and never again.
+    Without hints (its leg ran on another worker) every report still arrives, later."""
+    full_waits = count_full_waits(monkeypatch)
+    monkeypatch.setattr(sync_calls, "END_HERE_WAIT_S", 0.5)
+    if not hints:
+        monkeypatch.setattr(progress_hints, "reported", lambda workflow_id, report: None)
+    seen, on_progress = progress_sink()
+    async with PlainClient(url, progress_handler=on_progress) as client:
+        assert (await client.call_tool("short_steps", {"count": 3})).data == "done"
+    assert seen == [(float(i), 3.0, f"step {i}") for i in (1, 2, 3)]
+    assert len(full_waits) == 1
 
 
 @pytest.mark.parametrize("short", [True, False], ids=["local-leg", "activity-leg"])

@@ -24,8 +24,9 @@ what the task holds:
 - ``cancelled`` (by ``tasks/cancel`` or an operator): a ``ToolError``.
 
 The wait is ``task_watch.watch``: a long poll on the workflow's history, no
-``tasks/get`` polling. A call without a ``progressToken`` whose task runs in this
-process's worker first waits on the close event alone (``_ended_here``: one read).
+``tasks/get`` polling. A call whose task runs in this process's worker first waits on
+the close event alone (``_ended_here``: one read); with a ``progressToken``, only when
+the task's legs run here too, and tell the wait of their progress in-process.
 ``notifications/cancelled`` for the request cancels the task; a dropped
 connection (or a stopping front end) does not -- the work goes on, and a retry
 with the same ``Idempotency-Key`` attaches to it and answers its result without
@@ -50,6 +51,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.service import RPCError
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.activities import progress_hints
 from fastmcp_temporal.activities.input_capabilities import undeclared
 from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.core import metrics
@@ -62,6 +64,7 @@ from fastmcp_temporal.server.protocol.sync_progress import (
     Relayed,
     progress_token,
     relay_progress,
+    relay_reported,
     send_final,
 )
 from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
@@ -89,8 +92,10 @@ async def call_durably(
 
     A body that needs the live request (``live_request``) runs inline instead.
     """
-    if needs_live_request(await registered_component(context.fastmcp, tool)):
+    component = await registered_component(context.fastmcp, tool)
+    if needs_live_request(component):
         return await call_next()
+    legs_here = False
     scope = task_scope()
     seen: GetTaskResult | None = None
     request_state = context.request_state
@@ -106,12 +111,16 @@ async def call_durably(
                 engine, tool, dict(params.arguments or {}), context, session_bound_keys=False
             )
         task_id = created.task_id
+        # A task found by its idempotency key may run anywhere, where no hint comes from.
+        legs_here = created.started_now and engine.legs_run_here(
+            tool.name, tool_timeout_s=component.timeout
+        )
         if created.status == "working":
             # What the start (or the key's existing task) answered: the wait's first
             # read would find the same, so it is skipped (``watch(started=True)``).
             seen = GetTaskResult.model_validate(created.model_dump(exclude={"result_type"}))
     while True:
-        view = await _wait(engine, task_id, scope, context, seen)
+        view = await _wait(engine, task_id, scope, context, seen, legs_here=legs_here)
         seen = None
         questions = view.input_requests or {}
         if view.status != "input_required" or not can_ask_live(context, questions):
@@ -152,26 +161,33 @@ async def _wait(
     scope: str | None,
     context: Context,
     seen: GetTaskResult | None = None,
+    *,
+    legs_here: bool = False,
 ) -> GetTaskResult:
     """The task once it ends or asks, relaying its progress; cancelled if the client cancels.
 
     ``seen``: a ``working`` view of the task this request already has (its creation).
+    ``legs_here``: the task's legs run in this process (``TaskEngine.legs_run_here``).
     """
     relay: asyncio.Task[None] | None = None
     shared: SharedTail | None = None
     relayed = Relayed()
-    if progress_token(context) is not None:
-        # The relay and the wait read one history: one long poll at a time serves both.
-        workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
-        shared = SharedTail(HistoryTail(engine, workflow_id))
-        relay = asyncio.create_task(
-            relay_progress(engine, workflow_id, context, tail=shared.reader(), relayed=relayed)
-        )
+    wants_progress = progress_token(context) is not None
     try:
-        if shared is None and seen is not None and engine.eager_start:
-            view = await _ended_here(engine, task_id, scope)
+        if seen is not None and engine.eager_start and (legs_here or not wants_progress):
+            progress = context if wants_progress else None
+            view = await _ended_here(engine, task_id, scope, relayed, progress)
             if view is not None:
+                if wants_progress:
+                    await send_final(context, relayed, view.final_progress)
                 return view
+        if wants_progress:
+            # The relay and the wait read one history: one long poll at a time serves both.
+            workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
+            shared = SharedTail(HistoryTail(engine, workflow_id))
+            relay = asyncio.create_task(
+                relay_progress(engine, workflow_id, context, tail=shared.reader(), relayed=relayed)
+            )
         view = await _until_answerable(engine, task_id, scope, seen, shared)
         if relay is not None:
             await _stop(relay)
@@ -197,7 +213,13 @@ async def _stop(relay: asyncio.Task[None]) -> None:
         await relay
 
 
-async def _ended_here(engine: TaskEngine, task_id: str, scope: str | None) -> GetTaskResult | None:
+async def _ended_here(
+    engine: TaskEngine,
+    task_id: str,
+    scope: str | None,
+    relayed: Relayed,
+    progress: Context | None = None,
+) -> GetTaskResult | None:
     """The task's end in one history read, if it ends soon here; ``None``: wait as usual.
 
     This front end hosts a worker and started the task eagerly, so the task's
@@ -207,21 +229,39 @@ async def _ended_here(engine: TaskEngine, task_id: str, scope: str | None) -> Ge
     default one). A task that parks here says so at once (``park_hints``): the full
     wait then reads its questions. One that parks on another worker, or is still
     running after ``END_HERE_WAIT_S``, is left to the full wait from then on.
+
+    ``progress``: the request to relay the task's progress to (``relayed``: what
+    it was sent), which its legs, running here, report in-process
+    (``progress_hints``), each report in order.
     """
     workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
     parked = park_hints.when_parked(workflow_id)
     closing = asyncio.ensure_future(ended(engine, task_id, scope))
+    reports: progress_hints.Reports | None = None
+    relay: asyncio.Task[None] | None = None
+    if progress is not None:
+        reports = progress_hints.listen(workflow_id)
+        relay = asyncio.create_task(relay_reported(reports, progress, relayed))
     try:
         done, _ = await asyncio.wait(
             {parked, closing}, timeout=END_HERE_WAIT_S, return_when=asyncio.FIRST_COMPLETED
         )
         if closing not in done:
             return None
-        return closing.result()
+        view = closing.result()
+        if relay is not None and reports is not None:
+            reports.put_nowait(None)  # the reports made before the end go first
+            await relay
+            relay = None
+        return view
     except RPCError:
         return None  # the full wait reads again, and waits out what is transient
     finally:
         park_hints.forget(workflow_id, parked)
+        if reports is not None:
+            progress_hints.stop(workflow_id, reports)
+        if relay is not None:
+            await _stop(relay)
         if not closing.done():
             closing.cancel()
             with contextlib.suppress(asyncio.CancelledError, RPCError):

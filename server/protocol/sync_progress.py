@@ -2,8 +2,12 @@
 
 An inline call's ``report_progress`` reaches its client as
 ``notifications/progress`` for the request's ``progressToken``. When the same
-call runs as a task, the body reports on a worker, where it lands in one of two
-places, and this relay reads both while the request waits:
+call runs as a task, the body reports on a worker. A leg that runs in this
+process (a short tool's local legs, started eagerly by a front end that hosts a
+worker) hands each report to the waiting call in-process
+(``activities.progress_hints``): ``relay_reported`` sends every one, as inline.
+Elsewhere a report lands in one of two places, and ``relay_progress`` reads
+both while the request waits:
 
 - a leg run as an activity puts its latest ``progress`` / ``total`` /
   ``message`` in its heartbeat details (not history): read with a
@@ -41,6 +45,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.service import RPCError
 
+from fastmcp_temporal.activities.progress_hints import Reports
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.task_records import describe_raw
@@ -130,12 +135,24 @@ async def send_final(context: Context, relayed: Relayed, final: ProgressReport |
     its leg, or its signal was dropped with it, so only the task's end carries it.
     Inline, it reaches the client before the result; so it does here.
     """
-    if final is None:
-        return
-    report: Report = (final.progress, final.total, final.message)
-    if relayed.is_new(report):
-        relayed.last = report
-        await context.report_progress(*report)
+    if final is not None:
+        await _send(context, relayed, final)
+
+
+async def relay_reported(reports: Reports, context: Context, relayed: Relayed) -> None:
+    """Send each report a leg running in this process makes (``progress_hints``), in order.
+
+    Ends at the ``None`` the wait puts last, once every report before it is sent.
+    """
+    while (report := await reports.get()) is not None:
+        await _send(context, relayed, report)
+
+
+async def _send(context: Context, relayed: Relayed, report: ProgressReport) -> None:
+    as_sent: Report = (report.progress, report.total, report.message)
+    if relayed.is_new(as_sent):
+        relayed.last = as_sent
+        await context.report_progress(*as_sent)
 
 
 async def _signalled(engine: TaskEngine, event: HistoryEvent) -> Report | None:

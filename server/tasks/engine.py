@@ -233,7 +233,19 @@ class TaskEngine:
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_interval_ms,
         )
+        created._started_now = True
         return poll_interval.adapt(created, now=created_at)
+
+    def legs_run_here(self, tool_name: str, *, tool_timeout_s: float | None) -> bool:
+        """Whether a task of this tool started now runs its legs in this process.
+
+        Eager start hands the first workflow task to this process's worker, and
+        local legs run where their workflow task runs.
+        """
+        if not self.eager_start:
+            return False
+        policy = self.starter.leg_policy(tool_name, self.leg_policy, tool_timeout_s=tool_timeout_s)
+        return policy.local
 
     def _check_payload_size(
         self, value: TaskStart | InputDelivery, client_part: Any, root: str, what: str
