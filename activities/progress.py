@@ -31,7 +31,7 @@ from typing import Any
 from temporalio import activity
 
 from fastmcp_temporal import _compat
-from fastmcp_temporal.activities import progress_hints
+from fastmcp_temporal.activities import leg_hints
 from fastmcp_temporal.activities.task_context import current_leg_progress
 from fastmcp_temporal.workflows.models import (
     LOCAL_LEG_PROGRESS_SIGNAL,
@@ -122,10 +122,10 @@ class LegProgress:
         signals: ProgressSignals | None = None,
         workflow_id: str | None = None,
     ) -> None:
-        """``workflow_id``: the leg's task, told of each report in-process (``progress_hints``)."""
+        """``workflow_id``: the leg's task, told of each report in-process (``leg_hints``)."""
         self._heartbeats = heartbeats
         self.signals = signals
-        self._workflow_id = workflow_id
+        self.workflow_id = workflow_id
         self._current: float | None = None
         self._total: float | None = None
         self._message: str | None = None
@@ -189,8 +189,8 @@ class LegProgress:
         self._beat()
 
     def _beat(self) -> None:
-        if self._workflow_id is not None and (report := self.last_report()) is not None:
-            progress_hints.reported(self._workflow_id, report)
+        if self.workflow_id is not None and (report := self.last_report()) is not None:
+            leg_hints.reported(self.workflow_id, report)
         if self._heartbeats:
             activity.heartbeat(self.details())
         elif self.signals is not None:

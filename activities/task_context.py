@@ -12,7 +12,8 @@ surface and answers from what the task captured at creation:
 - logging goes to the server log (SEP-2663 sends no ``notifications/message``
   for tasks), gated as FastMCP gates background work: by the submitting
   session's ``logging/setLevel`` on FastMCP 4.1, by the server's
-  ``client_log_level`` on 4.2 (where that level is connection state);
+  ``client_log_level`` on 4.2 (where that level is connection state); a durable
+  synchronous call waiting in this process also sends it to its client;
 - ``client_supports_extension`` answers from the capabilities the client
   declared on the creating request;
 - ``input_responses`` / ``request_state`` carry the previous round's answers.
@@ -29,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from fastmcp.server.context import Context
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.activities import leg_hints
+from fastmcp_temporal.activities.leg_hints import LogLine
 from fastmcp_temporal.workflows.models import CallerSnapshot
 
 if TYPE_CHECKING:
@@ -103,10 +106,16 @@ class TaskContext(Context):
         logger_name: str | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Log from a task, written server-side, gated as FastMCP gates background work."""
+        """Log from a task, written server-side, gated as FastMCP gates background work.
+
+        A synchronous call waiting in this process for the task relays the line to
+        its client, as the inline call would have sent it (``leg_hints``).
+        """
         level = level or "info"
         if _LEVEL_SEVERITY.get(level, 1) < _LEVEL_SEVERITY.get(self._minimum_log_level(), 0):
             return
+        if (workflow_id := self._progress.workflow_id) is not None:
+            leg_hints.logged(workflow_id, LogLine(message, level, logger_name, extra))
         _logger.log(
             _PYTHON_LEVEL.get(level, logging.INFO),
             "task %s%s: %s",

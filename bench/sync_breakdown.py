@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import statistics
 import tempfile
@@ -370,6 +371,5 @@ if __name__ == "__main__":
         help="short: local legs (timeout=10); default: a plain task=True tool, activity legs",
     )
     args = parser.parse_args()
-    if args.full_wait:
-        full_wait().__enter__()  # for the whole process: the context is never left
-    asyncio.run(main(args.n, args.progress, args.before, args.sandboxed, SHAPES[args.tool]))
+    with full_wait() if args.full_wait else contextlib.nullcontext():
+        asyncio.run(main(args.n, args.progress, args.before, args.sandboxed, SHAPES[args.tool]))

@@ -19,6 +19,7 @@ from typing import Any
 import mcp_types
 import pytest
 from fastmcp import Client, Context, FastMCP
+from fastmcp.client.logging import LogMessage
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
@@ -28,7 +29,7 @@ from pydantic import BaseModel
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.activities import progress_hints
+from fastmcp_temporal.activities import leg_hints
 from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_META
 from fastmcp_temporal.server.protocol import sync_calls
 from fastmcp_temporal.server.tasks.starter import ToolOptions
@@ -51,7 +52,17 @@ MODES = ["legacy", "auto"]  # 2025-11-25 and 2026-07-28
 #: ``(progress, total, message)`` of each ``notifications/progress``, as received.
 Progress = list[tuple[float, float | None, str | None]]
 ProgressHandler = Callable[[float, float | None, str | None], Awaitable[None]]
-TWINS = ("report", "fails", "crashes", "refuses", "steps", "short_steps", "burst")
+TWINS = (
+    "report",
+    "fails",
+    "crashes",
+    "refuses",
+    "steps",
+    "short_steps",
+    "burst",
+    "chatty",
+    "short_chatty",
+)
 
 
 class Report(BaseModel):
@@ -88,6 +99,17 @@ def tools(mcp: FastMCP, runs: list[str], suffix: str) -> None:
 
     # A short tool (a timeout under 30 s): its legs are local, its progress is signals.
     mcp.tool(name=f"short_steps{suffix}", task=True, timeout=20)(steps)
+
+    async def chatty(ctx: Context) -> str:
+        await ctx.info("looking")
+        await ctx.report_progress(1, 2)
+        await ctx.warning("half way", logger_name="desk", extra={"shelf": 4})
+        await ctx.report_progress(2, 2)
+        await ctx.debug("found")
+        return "found"
+
+    mcp.tool(name=f"chatty{suffix}", task=True)(chatty)
+    mcp.tool(name=f"short_chatty{suffix}", task=True, timeout=20)(chatty)
 
     @mcp.tool(name=f"burst{suffix}", task=True, timeout=20)
     async def burst(ctx: Context) -> str:
@@ -305,7 +327,7 @@ async def test_a_short_tools_every_report_arrives_as_inline_while_the_wait_reads
     url: str, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A short tool's legs run where the call waits (eager start, local legs), so they tell
-    it of each report in-process (``progress_hints``): the wait reads only the task's close
+    it of each report in-process (``leg_hints``): the wait reads only the task's close
     event, even with a ``progressToken`` (FastMCP's ``Client`` sends one on every call), and
     every report arrives, none coalesced, as inline."""
     full_waits = count_full_waits(monkeypatch)
@@ -315,6 +337,44 @@ async def test_a_short_tools_every_report_arrives_as_inline_while_the_wait_reads
             assert (await client.call_tool(name, {})).data == "done"
         assert seen == [(float(i), 5.0, f"report {i}") for i in range(1, 6)], name
     assert full_waits == []
+
+
+@pytest.mark.parametrize("tool", ["chatty", "short_chatty"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_log_lines_reach_the_client_as_inline_in_order_with_progress(
+    url: str, mode: str, tool: str
+) -> None:
+    """A leg that runs in the front end's worker (here: both kinds) tells the waiting call
+    what it logs (``leg_hints``), which sends each line as the inline call does
+    (``notifications/message``: level, logger, data), in order with its progress."""
+    received: dict[str, list[tuple[Any, ...]]] = {}
+    for name in (tool, f"{tool}_inline"):
+        events: list[tuple[Any, ...]] = []
+
+        async def on_log(message: LogMessage, events: list[tuple[Any, ...]] = events) -> None:
+            events.append(("log", message.level, message.logger, message.data))
+
+        async def on_progress(
+            progress: float,
+            total: float | None,
+            message: str | None,
+            events: list[tuple[Any, ...]] = events,
+        ) -> None:
+            events.append(("progress", progress, total))
+
+        async with PlainClient(
+            url, mode=mode, log_handler=on_log, progress_handler=on_progress
+        ) as client:
+            assert (await client.call_tool(name, {})).data == "found"
+        received[name] = events
+    assert received[tool] == received[f"{tool}_inline"]
+    assert [event[0] for event in received[tool]] == ["log", "progress", "log", "progress", "log"]
+    assert received[tool][2] == (
+        "log",
+        "warning",
+        "desk",
+        {"msg": "half way", "extra": {"shelf": 4}},
+    )
 
 
 @pytest.mark.parametrize("hints", [True, False], ids=["hints", "no-hints"])
@@ -327,7 +387,7 @@ async def test_past_the_bound_progress_comes_from_the_history_in_order_and_once(
     full_waits = count_full_waits(monkeypatch)
     monkeypatch.setattr(sync_calls, "END_HERE_WAIT_S", 0.5)
     if not hints:
-        monkeypatch.setattr(progress_hints, "reported", lambda workflow_id, report: None)
+        monkeypatch.setattr(leg_hints, "reported", lambda workflow_id, report: None)
     seen, on_progress = progress_sink()
     async with PlainClient(url, progress_handler=on_progress) as client:
         assert (await client.call_tool("short_steps", {"count": 3})).data == "done"

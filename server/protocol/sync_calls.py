@@ -51,7 +51,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.service import RPCError
 
 from fastmcp_temporal import _compat
-from fastmcp_temporal.activities import progress_hints
 from fastmcp_temporal.activities.input_capabilities import undeclared
 from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.core import metrics
@@ -61,10 +60,10 @@ from fastmcp_temporal.server.protocol import mrtr
 from fastmcp_temporal.server.protocol.creation import create_task, declared_capabilities
 from fastmcp_temporal.server.protocol.live_request import needs_live_request
 from fastmcp_temporal.server.protocol.sync_progress import (
+    HintRelay,
     Relayed,
     progress_token,
     relay_progress,
-    relay_reported,
     send_final,
 )
 from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
@@ -169,31 +168,42 @@ async def _wait(
     ``seen``: a ``working`` view of the task this request already has (its creation).
     ``legs_here``: the task's legs run in this process (``TaskEngine.legs_run_here``).
     """
-    relay: asyncio.Task[None] | None = None
-    shared: SharedTail | None = None
+    workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
     relayed = Relayed()
     wants_progress = progress_token(context) is not None
+    # With a worker here, legs may run here: they tell this request what they log and report.
+    hints = (
+        HintRelay(workflow_id, context, relayed, progress=wants_progress)
+        if engine.eager_start
+        else None
+    )
+    relay: asyncio.Task[None] | None = None
+    shared: SharedTail | None = None
+
+    async def ending(view: GetTaskResult) -> GetTaskResult:
+        # What the legs said before the end, then the task's last report if newer.
+        nonlocal relay
+        if hints is not None:
+            await hints.finish()
+        if relay is not None:
+            await _stop(relay)
+            relay = None
+        if wants_progress:
+            await send_final(context, relayed, view.final_progress)
+        return view
+
     try:
         if seen is not None and engine.eager_start and (legs_here or not wants_progress):
-            progress = context if wants_progress else None
-            view = await _ended_here(engine, task_id, scope, relayed, progress)
+            view = await _ended_here(engine, workflow_id, task_id, scope)
             if view is not None:
-                if wants_progress:
-                    await send_final(context, relayed, view.final_progress)
-                return view
+                return await ending(view)
         if wants_progress:
             # The relay and the wait read one history: one long poll at a time serves both.
-            workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
             shared = SharedTail(HistoryTail(engine, workflow_id))
             relay = asyncio.create_task(
                 relay_progress(engine, workflow_id, context, tail=shared.reader(), relayed=relayed)
             )
-        view = await _until_answerable(engine, task_id, scope, seen, shared)
-        if relay is not None:
-            await _stop(relay)
-            relay = None
-            await send_final(context, relayed, view.final_progress)
-        return view
+        return await ending(await _until_answerable(engine, task_id, scope, seen, shared))
     except BaseException:
         if _compat.peer_cancelled(context):
             # The client cancelled this request: the task is its work, cancel it too.
@@ -201,6 +211,8 @@ async def _wait(
                 await engine.cancel(task_id, scope)
         raise
     finally:
+        if hints is not None:
+            hints.close()
         if relay is not None:
             await _stop(relay)
         if shared is not None:
@@ -214,11 +226,7 @@ async def _stop(relay: asyncio.Task[None]) -> None:
 
 
 async def _ended_here(
-    engine: TaskEngine,
-    task_id: str,
-    scope: str | None,
-    relayed: Relayed,
-    progress: Context | None = None,
+    engine: TaskEngine, workflow_id: str, task_id: str, scope: str | None
 ) -> GetTaskResult | None:
     """The task's end in one history read, if it ends soon here; ``None``: wait as usual.
 
@@ -229,39 +237,20 @@ async def _ended_here(
     default one). A task that parks here says so at once (``park_hints``): the full
     wait then reads its questions. One that parks on another worker, or is still
     running after ``END_HERE_WAIT_S``, is left to the full wait from then on.
-
-    ``progress``: the request to relay the task's progress to (``relayed``: what
-    it was sent), which its legs, running here, report in-process
-    (``progress_hints``), each report in order.
     """
-    workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
     parked = park_hints.when_parked(workflow_id)
     closing = asyncio.ensure_future(ended(engine, task_id, scope))
-    reports: progress_hints.Reports | None = None
-    relay: asyncio.Task[None] | None = None
-    if progress is not None:
-        reports = progress_hints.listen(workflow_id)
-        relay = asyncio.create_task(relay_reported(reports, progress, relayed))
     try:
         done, _ = await asyncio.wait(
             {parked, closing}, timeout=END_HERE_WAIT_S, return_when=asyncio.FIRST_COMPLETED
         )
         if closing not in done:
             return None
-        view = closing.result()
-        if relay is not None and reports is not None:
-            reports.put_nowait(None)  # the reports made before the end go first
-            await relay
-            relay = None
-        return view
+        return closing.result()
     except RPCError:
         return None  # the full wait reads again, and waits out what is transient
     finally:
         park_hints.forget(workflow_id, parked)
-        if reports is not None:
-            progress_hints.stop(workflow_id, reports)
-        if relay is not None:
-            await _stop(relay)
         if not closing.done():
             closing.cancel()
             with contextlib.suppress(asyncio.CancelledError, RPCError):

@@ -5,7 +5,8 @@ An inline call's ``report_progress`` reaches its client as
 call runs as a task, the body reports on a worker. A leg that runs in this
 process (a short tool's local legs, started eagerly by a front end that hosts a
 worker) hands each report to the waiting call in-process
-(``activities.progress_hints``): ``relay_reported`` sends every one, as inline.
+(``activities.leg_hints``): ``HintRelay`` sends every one, as inline, and the
+leg's log lines with them.
 Elsewhere a report lands in one of two places, and ``relay_progress`` reads
 both while the request waits:
 
@@ -45,7 +46,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.service import RPCError
 
-from fastmcp_temporal.activities.progress_hints import Reports
+from fastmcp_temporal.activities import leg_hints
+from fastmcp_temporal.activities.leg_hints import LogLine
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.task_records import describe_raw
@@ -139,13 +141,40 @@ async def send_final(context: Context, relayed: Relayed, final: ProgressReport |
         await _send(context, relayed, final)
 
 
-async def relay_reported(reports: Reports, context: Context, relayed: Relayed) -> None:
-    """Send each report a leg running in this process makes (``progress_hints``), in order.
+class HintRelay:
+    """What legs running in this process tell of a task (``leg_hints``), sent to one request.
 
-    Ends at the ``None`` the wait puts last, once every report before it is sent.
+    Each log line goes as ``notifications/message`` and, when ``progress``, each
+    report as ``notifications/progress``, in the order the leg made them, as the
+    inline call sends them. Best effort, as all relayed progress is: a send that
+    fails is skipped.
     """
-    while (report := await reports.get()) is not None:
-        await _send(context, relayed, report)
+
+    def __init__(self, workflow_id: str, context: Context, relayed: Relayed, *, progress: bool):
+        self._workflow_id, self._context, self._relayed = workflow_id, context, relayed
+        self._progress = progress
+        self._hints = leg_hints.listen(workflow_id)
+        self._sending = asyncio.create_task(self._send_each())
+
+    async def finish(self) -> None:
+        """Send what the legs told before now, then stop (the task has ended or asks)."""
+        self._hints.put_nowait(None)
+        await self._sending
+        self.close()
+
+    def close(self) -> None:
+        leg_hints.stop(self._workflow_id, self._hints)
+        self._sending.cancel()
+
+    async def _send_each(self) -> None:
+        while (hint := await self._hints.get()) is not None:
+            try:
+                if isinstance(hint, LogLine):
+                    await self._context.log(hint.message, hint.level, hint.logger_name, hint.extra)
+                elif self._progress:
+                    await _send(self._context, self._relayed, hint)
+            except Exception as err:  # the request's stream may be gone: the wait goes on
+                logger.debug("Relaying a hint of %s failed: %s", self._workflow_id, err)
 
 
 async def _send(context: Context, relayed: Relayed, report: ProgressReport) -> None:
