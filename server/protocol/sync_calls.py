@@ -181,13 +181,14 @@ async def _wait(
     shared: SharedTail | None = None
 
     async def ending(view: GetTaskResult) -> GetTaskResult:
-        # What the legs said before the end, then the task's last report if newer.
+        # The history relay stops before anything yields (it would read once more);
+        # what the legs said before the end goes next, then the last report if newer.
         nonlocal relay
-        if hints is not None:
-            await hints.finish()
         if relay is not None:
             await _stop(relay)
             relay = None
+        if hints is not None:
+            await hints.finish()
         if wants_progress:
             await send_final(context, relayed, view.final_progress)
         return view
