@@ -12,7 +12,9 @@ directly (``server.protocol.sync_progress.HintRelay``).
 
 Like ``workflows.park_hints``: no command, no history, lost with the process.
 The newest progress report of a recent leg is remembered, so a wait that begins
-after the leg reported still gets it. Hints are delivered in the order they
+after the leg reported still gets it; a log line is heard only by a wait already
+listening (a call listens before it yields after its task's start, and an eager
+start's leg runs only after that). Hints are delivered in the order they
 were made, each one, through ``call_soon_threadsafe``: the waiting call's loop
 need not be the leg's.
 """

@@ -26,7 +26,9 @@ what the task holds:
 The wait is ``task_watch.watch``: a long poll on the workflow's history, no
 ``tasks/get`` polling. A call whose task runs in this process's worker first waits on
 the close event alone (``_ended_here``: one read); with a ``progressToken``, only when
-the task's legs run here too, and tell the wait of their progress in-process.
+the task's legs run here too, and tell the wait of their progress in-process. What
+legs running here log goes to the client as ``notifications/message``, as inline
+(``sync_progress.HintRelay``).
 ``notifications/cancelled`` for the request cancels the task; a dropped
 connection (or a stopping front end) does not -- the work goes on, and a retry
 with the same ``Idempotency-Key`` attaches to it and answers its result without
