@@ -13,8 +13,9 @@ directly (``server.protocol.sync_progress.HintRelay``).
 Like ``workflows.park_hints``: no command, no history, lost with the process.
 The newest progress report of a recent leg is remembered, so a wait that begins
 after the leg reported still gets it; a log line is heard only by a wait already
-listening (a call listens before it yields after its task's start, and an eager
-start's leg runs only after that). Hints are delivered in the order they
+listening. A call listens as soon as its task's start returns, with no I/O in
+between, while the first leg runs only once the worker has taken the start's
+workflow task and scheduled it. Hints are delivered in the order they
 were made, each one, through ``call_soon_threadsafe``: the waiting call's loop
 need not be the leg's.
 """
