@@ -11,13 +11,13 @@ front end activity legs mostly run here too -- the leg tells the waiting call
 directly (``server.protocol.sync_progress.HintRelay``).
 
 Like ``workflows.park_hints``: no command, no history, lost with the process.
-The newest progress report of a recent leg is remembered, so a wait that begins
-after the leg reported still gets it; a log line is heard only by a wait already
-listening. A call listens as soon as its task's start returns, with no I/O in
-between, while the first leg runs only once the worker has taken the start's
-workflow task and scheduled it. Hints are delivered in the order they
-were made, each one, through ``call_soon_threadsafe``: the waiting call's loop
-need not be the leg's.
+The latest hints of a recent leg are kept, and a wait that begins after the leg
+spoke gets them first. A call listens as soon as its task's start returns; the
+same answer hands the worker the task's first workflow task, and nothing orders
+the two, so under load the first leg may run before the call hears of its start
+(a CI run once delivered none of a leg's lines to its call, where the leg ran).
+Hints are delivered in the order they were made, each one, through
+``call_soon_threadsafe``: the waiting call's loop need not be the leg's.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,22 +45,19 @@ class LogLine:
 
 #: What a waiting call reads: each hint, in order (``None``: its own end, put by itself).
 Hints = asyncio.Queue[ProgressReport | LogLine | None]
-#: Workflows whose newest report is remembered for a wait that begins after it (bounded).
-_REMEMBERED = 4096
+#: Recent workflows whose latest hints are kept for a wait that begins after them (bounded).
+_REMEMBERED_WORKFLOWS = 1024
+#: Hints kept per workflow: a wait that begins late gets these first.
+_REMEMBERED_HINTS = 64
 
 _lock = threading.Lock()
-_newest: OrderedDict[str, ProgressReport] = OrderedDict()
+_recent: OrderedDict[str, deque[ProgressReport | LogLine]] = OrderedDict()
 #: Per workflow id, each waiting call's queue and the loop it is read on.
 _listening: dict[str, list[tuple[asyncio.AbstractEventLoop, Hints]]] = {}
 
 
 def reported(workflow_id: str, report: ProgressReport) -> None:
     """The leg of ``workflow_id``'s task reported progress in this process."""
-    with _lock:
-        _newest[workflow_id] = report
-        _newest.move_to_end(workflow_id)
-        while len(_newest) > _REMEMBERED:
-            _newest.popitem(last=False)
     _tell(workflow_id, report)
 
 
@@ -70,14 +67,14 @@ def logged(workflow_id: str, line: LogLine) -> None:
 
 
 def listen(workflow_id: str) -> Hints:
-    """The hints of ``workflow_id``'s legs from now on, after its newest report so far.
+    """The hints of ``workflow_id``'s legs: its recent ones, then each new one.
 
     Pass the queue to ``stop`` when the wait ends, whichever way.
     """
     queue: Hints = asyncio.Queue()
     with _lock:
-        if (newest := _newest.get(workflow_id)) is not None:
-            queue.put_nowait(newest)
+        for hint in _recent.get(workflow_id, ()):
+            queue.put_nowait(hint)
         _listening.setdefault(workflow_id, []).append((asyncio.get_running_loop(), queue))
     return queue
 
@@ -93,6 +90,14 @@ def stop(workflow_id: str, queue: Hints) -> None:
 
 def _tell(workflow_id: str, hint: ProgressReport | LogLine) -> None:
     with _lock:
+        kept = _recent.get(workflow_id)
+        if kept is None:
+            kept = _recent[workflow_id] = deque(maxlen=_REMEMBERED_HINTS)
+            while len(_recent) > _REMEMBERED_WORKFLOWS:
+                _recent.popitem(last=False)
+        else:
+            _recent.move_to_end(workflow_id)
+        kept.append(hint)
         listeners = list(_listening.get(workflow_id, ()))
     for loop, queue in listeners:
         # A loop that has closed raises RuntimeError: nobody listens there any more.

@@ -377,6 +377,40 @@ async def test_log_lines_reach_the_client_as_inline_in_order_with_progress(
     )
 
 
+@pytest.mark.parametrize("tool", ["chatty", "short_chatty"])
+async def test_a_call_that_hears_of_its_task_after_the_leg_ran_still_gets_its_lines(
+    url: str,
+    tool: str,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The start's answer hands the call its task and the worker the task's first workflow
+    task; nothing orders the two. Here the call hears of its task only once the task has
+    ended: the leg's lines and reports still reach it, in order, as inline."""
+    create_task = sync_calls.create_task
+
+    async def late(*args: Any, **kwargs: Any) -> Any:
+        created = await create_task(*args, **kwargs)
+        closed = f"TaskQueue = '{task_queue}' AND ExecutionStatus = 'Completed'"
+        while not [w async for w in temporal_client.list_workflows(closed)]:
+            await asyncio.sleep(0.05)
+        return created
+
+    monkeypatch.setattr(sync_calls, "create_task", late)
+    events: list[tuple[Any, ...]] = []
+
+    async def on_log(message: LogMessage) -> None:
+        events.append(("log", message.level, message.logger, message.data))
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        events.append(("progress", progress, total))
+
+    async with PlainClient(url, log_handler=on_log, progress_handler=on_progress) as client:
+        assert (await client.call_tool(tool, {})).data == "found"
+    assert [event[0] for event in events] == ["log", "progress", "log", "progress", "log"]
+
+
 @pytest.mark.parametrize("hints", [True, False], ids=["hints", "no-hints"])
 async def test_past_the_bound_progress_comes_from_the_history_in_order_and_once(
     url: str, hints: bool, monkeypatch: pytest.MonkeyPatch
