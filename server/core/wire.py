@@ -47,13 +47,13 @@ class CreateTaskResult(_TaskFields):
     """The answer to a ``tools/call`` that became a task."""
 
     result_type: Literal["task"] = Field(default="task", serialization_alias="resultType")
-    #: Not on the wire: this call started the task (``False``: it found an idempotency
+    #: Not on the wire: the run this call started (``None``: it found an idempotency
     #: key's existing task, which may run anywhere).
-    _started_now: bool = PrivateAttr(default=False)
+    _started_run_id: str | None = PrivateAttr(default=None)
 
     @property
-    def started_now(self) -> bool:
-        return self._started_now
+    def started_run_id(self) -> str | None:
+        return self._started_run_id
 
 
 class GetTaskResult(_TaskFields):

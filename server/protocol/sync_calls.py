@@ -96,7 +96,7 @@ async def call_durably(
     component = await registered_component(context.fastmcp, tool)
     if needs_live_request(component):
         return await call_next()
-    legs_here = False
+    legs_here, run_id = False, None
     scope = task_scope()
     seen: GetTaskResult | None = None
     request_state = context.request_state
@@ -111,9 +111,9 @@ async def call_durably(
             created = await create_task(
                 engine, tool, dict(params.arguments or {}), context, session_bound_keys=False
             )
-        task_id = created.task_id
+        task_id, run_id = created.task_id, created.started_run_id
         # A task found by its idempotency key may run anywhere, where no hint comes from.
-        legs_here = created.started_now and engine.legs_run_here(
+        legs_here = run_id is not None and engine.legs_run_here(
             tool.name, tool_timeout_s=component.timeout
         )
         if created.status == "working":
@@ -121,7 +121,9 @@ async def call_durably(
             # read would find the same, so it is skipped (``watch(started=True)``).
             seen = GetTaskResult.model_validate(created.model_dump(exclude={"result_type"}))
     while True:
-        view = await _wait(engine, task_id, scope, context, seen, legs_here=legs_here)
+        view = await _wait(
+            engine, task_id, scope, context, seen, legs_here=legs_here, run_id=run_id
+        )
         seen = None
         questions = view.input_requests or {}
         if view.status != "input_required" or not can_ask_live(context, questions):
@@ -164,11 +166,13 @@ async def _wait(
     seen: GetTaskResult | None = None,
     *,
     legs_here: bool = False,
+    run_id: str | None = None,
 ) -> GetTaskResult:
     """The task once it ends or asks, relaying its progress; cancelled if the client cancels.
 
     ``seen``: a ``working`` view of the task this request already has (its creation).
     ``legs_here``: the task's legs run in this process (``TaskEngine.legs_run_here``).
+    ``run_id``: the run this call started, if it did.
     """
     workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
     relayed = Relayed()
@@ -197,7 +201,7 @@ async def _wait(
 
     try:
         if seen is not None and engine.eager_start and (legs_here or not wants_progress):
-            view = await _ended_here(engine, workflow_id, task_id, scope)
+            view = await _ended_here(engine, workflow_id, task_id, scope, run_id)
             if view is not None:
                 return await ending(view)
         if wants_progress:
@@ -229,7 +233,7 @@ async def _stop(relay: asyncio.Task[None]) -> None:
 
 
 async def _ended_here(
-    engine: TaskEngine, workflow_id: str, task_id: str, scope: str | None
+    engine: TaskEngine, workflow_id: str, task_id: str, scope: str | None, run_id: str | None
 ) -> GetTaskResult | None:
     """The task's end in one history read, if it ends soon here; ``None``: wait as usual.
 
@@ -242,7 +246,7 @@ async def _ended_here(
     running after ``END_HERE_WAIT_S``, is left to the full wait from then on.
     """
     parked = park_hints.when_parked(workflow_id)
-    closing = asyncio.ensure_future(ended(engine, task_id, scope))
+    closing = asyncio.ensure_future(ended(engine, task_id, scope, run_id=run_id))
     try:
         done, _ = await asyncio.wait(
             {parked, closing}, timeout=END_HERE_WAIT_S, return_when=asyncio.FIRST_COMPLETED

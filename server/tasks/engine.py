@@ -216,7 +216,7 @@ class TaskEngine:
         task_memo: dict[str, Any] = {MEMO_KEY: initial.model_dump(mode="json"), **(memo or {})}
         if caller.client_capabilities is not None:
             task_memo[INPUT_CAPABILITIES_MEMO] = input_capabilities(caller.client_capabilities)
-        await self.starter.start(
+        run_id = await self.starter.start(
             start,
             id=workflow_id_for(task_id, scope, self.scope_secret),
             memo=task_memo,
@@ -233,7 +233,7 @@ class TaskEngine:
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_interval_ms,
         )
-        created._started_now = True
+        created._started_run_id = run_id
         return poll_interval.adapt(created, now=created_at)
 
     def legs_run_here(self, tool_name: str, *, tool_timeout_s: float | None) -> bool:

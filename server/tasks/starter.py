@@ -153,8 +153,10 @@ class WorkflowStarter:
 
     async def start(
         self, start: TaskStart, *, id: str, reuse_id: bool = False, **options: Any
-    ) -> None:
+    ) -> str:
         """Start ``McpTask:<tool>``; without the search attributes if the namespace lacks them.
+
+        Returns the run id of the started workflow.
 
         ``reuse_id``: a *closed* workflow with this id does not stop the start (an
         idempotency key whose task expired, see ``server.protocol.idempotency``); a running
@@ -190,13 +192,13 @@ class WorkflowStarter:
         workflow_type = visibility.workflow_type(start.tool_name)
         if self.search_attributes:
             try:
-                await self.client.start_workflow(
+                handle = await self.client.start_workflow(
                     workflow_type,
                     start.model_copy(update={"search_attributes": True}),
                     search_attributes=visibility.start_search_attributes(start.tool_name),
                     **options,
                 )
-                return
+                return handle.result_run_id or ""
             except Exception as err:
                 if not visibility.is_missing_search_attribute(err):
                     raise
@@ -210,4 +212,5 @@ class WorkflowStarter:
                     " and ".join(visibility.SEARCH_ATTRIBUTE_SPECS),
                     err,
                 )
-        await self.client.start_workflow(workflow_type, start, **options)
+        handle = await self.client.start_workflow(workflow_type, start, **options)
+        return handle.result_run_id or ""

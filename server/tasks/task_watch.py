@@ -153,19 +153,22 @@ async def watch(
                 await waiting
 
 
-async def ended(engine: TaskEngine, task_id: str, scope: str | None) -> GetTaskResult | None:
+async def ended(
+    engine: TaskEngine, task_id: str, scope: str | None, *, run_id: str | None = None
+) -> GetTaskResult | None:
     """The task once its run closes, from one long poll for the close event alone.
 
     What ``result()`` reads: one history read, answered when the run closes (a
     ``watch`` reads the first page, then long-polls for each batch of events).
     It never sees a task park, so only a wait that learns of parks another way
     uses it. ``None`` when the run continued as new (the task goes on) or the
-    poll's window ended with the run open.
+    poll's window ended with the run open. ``run_id``: the run to wait for, when
+    known (the start's): the server then does not look up the current run.
     """
     request = GetWorkflowExecutionHistoryRequest(
         namespace=engine.client.namespace,
         execution=WorkflowExecution(
-            workflow_id=workflow_id_for(task_id, scope, engine.scope_secret)
+            workflow_id=workflow_id_for(task_id, scope, engine.scope_secret), run_id=run_id or ""
         ),
         wait_new_event=True,
         history_event_filter_type=HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
