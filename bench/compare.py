@@ -741,7 +741,7 @@ def print_ratios(
                     f"| throughput {name} / {eager_local} (target >= 0.8 x) | {concurrency} | "
                     f"{rate:.1f} / {raw_rate:.1f} = **{rate / raw_rate:.2f} x** |"
                 )
-            if HTTP_SYNC_FLOOR in at:
+            if HTTP_SYNC_FLOOR in at and concurrency > 1:  # at 1 no row is CPU-bound
                 print_cpu_budget(at, concurrency)
         if RAW_START not in at:
             continue
