@@ -11,11 +11,12 @@ front end activity legs mostly run here too -- the leg tells the waiting call
 directly (``server.protocol.sync_progress.HintRelay``).
 
 Like ``workflows.park_hints``: no command, no history, lost with the process.
-The latest hints of a recent leg are kept, and a wait that begins after the leg
-spoke gets them first. A call listens as soon as its task's start returns; the
-same answer hands the worker the task's first workflow task, and nothing orders
-the two, so under load the first leg may run before the call hears of its start
-(a CI run once delivered none of a leg's lines to its call, where the leg ran).
+The latest hints of a recent leg are kept, and the call that started the task
+gets them first when it begins to wait after the leg spoke. A call listens as
+soon as its task's start returns; the same answer hands the worker the task's
+first workflow task, and nothing orders the two, so under load the first leg
+may run before the call hears of its start (a CI run once delivered none of a
+leg's lines to its call, where the leg ran).
 Hints are delivered in the order they were made, each one, through
 ``call_soon_threadsafe``: the waiting call's loop need not be the leg's.
 """
@@ -66,14 +67,16 @@ def logged(workflow_id: str, line: LogLine) -> None:
     _tell(workflow_id, line)
 
 
-def listen(workflow_id: str) -> Hints:
-    """The hints of ``workflow_id``'s legs: its recent ones, then each new one.
+def listen(workflow_id: str, *, kept: bool) -> Hints:
+    """The hints of ``workflow_id``'s legs from now on; ``kept``: its recent ones first.
 
-    Pass the queue to ``stop`` when the wait ends, whichever way.
+    Only a call that has just started the task wants those: any other wait (a
+    later round, a retry) would hear earlier legs again. Pass the queue to
+    ``stop`` when the wait ends, whichever way.
     """
     queue: Hints = asyncio.Queue()
     with _lock:
-        for hint in _recent.get(workflow_id, ()):
+        for hint in _recent.get(workflow_id, ()) if kept else ():
             queue.put_nowait(hint)
         _listening.setdefault(workflow_id, []).append((asyncio.get_running_loop(), queue))
     return queue

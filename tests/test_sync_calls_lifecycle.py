@@ -24,6 +24,7 @@ import httpx
 import mcp_types
 import pytest
 from fastmcp import Context, FastMCP
+from fastmcp.client.logging import LogMessage
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
@@ -58,7 +59,6 @@ def build(extension: TemporalTasks, legs: list[str]) -> FastMCP:
         await asyncio.sleep(seconds)
         return "rested"
 
-    @mcp.tool(task=True)
     async def interview(ctx: Context) -> str:
         """Two questions, each in its own leg."""
         answers = ctx.input_responses or {}
@@ -71,6 +71,14 @@ def build(extension: TemporalTasks, legs: list[str]) -> FastMCP:
             result.request_state = str(first.content["name"])
             return result  # type: ignore[return-value]
         return ask("first", "Your name?")  # type: ignore[return-value]
+
+    mcp.tool(task=True)(interview)
+
+    @mcp.tool(task=True, timeout=20)  # short: its legs are local
+    async def interview_aloud(ctx: Context) -> str:
+        """``interview``, saying which leg it is in."""
+        await ctx.info(f"leg {len(legs) + 1}")
+        return await interview(ctx)
 
     return mcp
 
@@ -199,6 +207,27 @@ async def test_questions_are_rounds_of_one_task(
     assert legs == ["", "first", "second"]  # each leg ran once, with its round's answers
     assert len(await workflows(temporal_client, task_queue)) == 1
     assert await task_status(temporal_client, task_queue) == "completed"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_each_legs_log_lines_reach_the_client_once_across_the_rounds(
+    url: str, mode: str
+) -> None:
+    """Each leg's lines reach the client once: a later round (a new MRTR call, or the
+    wait after a live answer) does not send the earlier legs' lines again."""
+    lines: list[str] = []
+
+    async def answer(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        return {"name": "Ada" if message == "Your name?" else "Rex"}
+
+    async def on_log(message: LogMessage) -> None:
+        lines.append(message.data["msg"])
+
+    async with PlainClient(
+        url, mode=mode, elicitation_handler=answer, log_handler=on_log
+    ) as client:  # type: ignore[arg-type]
+        assert (await client.call_tool("interview_aloud", {})).data == "Ada+Rex"
+    assert lines == ["leg 1", "leg 2", "leg 3"]
 
 
 async def test_a_question_on_the_handshake_wire_is_fastmcps_error_and_ends_the_task(
