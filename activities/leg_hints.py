@@ -11,12 +11,13 @@ front end activity legs mostly run here too -- the leg tells the waiting call
 directly (``server.protocol.sync_progress.HintRelay``).
 
 Like ``workflows.park_hints``: no command, no history, lost with the process.
-The latest hints of a recent leg are kept, and the call that started the task
-gets them first when it begins to wait after the leg spoke. A call listens as
-soon as its task's start returns; the same answer hands the worker the task's
-first workflow task, and nothing orders the two, so under load the first leg
-may run before the call hears of its start (a CI run once delivered none of a
-leg's lines to its call, where the leg ran).
+A hint nobody listens for is kept (the latest ones of recent workflows), and
+the next wait for that task takes it first: each hint reaches one wait's client
+once, whenever the wait begins. A call listens as soon as its task's start (or
+its answer's signal) returns; the same answer hands the worker the task's next
+workflow task, and nothing orders the two, so under load the leg may speak
+before the call listens (a CI run once delivered none of a leg's lines to its
+call, where the leg ran).
 Hints are delivered in the order they were made, each one, through
 ``call_soon_threadsafe``: the waiting call's loop need not be the leg's.
 """
@@ -46,13 +47,13 @@ class LogLine:
 
 #: What a waiting call reads: each hint, in order (``None``: its own end, put by itself).
 Hints = asyncio.Queue[ProgressReport | LogLine | None]
-#: Recent workflows whose latest hints are kept for a wait that begins after them (bounded).
+#: Workflows whose unheard hints are kept for the next wait (bounded).
 _REMEMBERED_WORKFLOWS = 1024
-#: Hints kept per workflow: a wait that begins late gets these first.
+#: Unheard hints kept per workflow (the latest).
 _REMEMBERED_HINTS = 64
 
 _lock = threading.Lock()
-_recent: OrderedDict[str, deque[ProgressReport | LogLine]] = OrderedDict()
+_unheard: OrderedDict[str, deque[ProgressReport | LogLine]] = OrderedDict()
 #: Per workflow id, each waiting call's queue and the loop it is read on.
 _listening: dict[str, list[tuple[asyncio.AbstractEventLoop, Hints]]] = {}
 
@@ -67,16 +68,14 @@ def logged(workflow_id: str, line: LogLine) -> None:
     _tell(workflow_id, line)
 
 
-def listen(workflow_id: str, *, kept: bool) -> Hints:
-    """The hints of ``workflow_id``'s legs from now on; ``kept``: its recent ones first.
+def listen(workflow_id: str) -> Hints:
+    """The hints of ``workflow_id``'s legs: those nobody heard yet, then each new one.
 
-    Only a call that has just started the task wants those: any other wait (a
-    later round, a retry) would hear earlier legs again. Pass the queue to
-    ``stop`` when the wait ends, whichever way.
+    Pass the queue to ``stop`` when the wait ends, whichever way.
     """
     queue: Hints = asyncio.Queue()
     with _lock:
-        for hint in _recent.get(workflow_id, ()) if kept else ():
+        for hint in _unheard.pop(workflow_id, ()):
             queue.put_nowait(hint)
         _listening.setdefault(workflow_id, []).append((asyncio.get_running_loop(), queue))
     return queue
@@ -93,15 +92,14 @@ def stop(workflow_id: str, queue: Hints) -> None:
 
 def _tell(workflow_id: str, hint: ProgressReport | LogLine) -> None:
     with _lock:
-        kept = _recent.get(workflow_id)
-        if kept is None:
-            kept = _recent[workflow_id] = deque(maxlen=_REMEMBERED_HINTS)
-            while len(_recent) > _REMEMBERED_WORKFLOWS:
-                _recent.popitem(last=False)
-        else:
-            _recent.move_to_end(workflow_id)
-        kept.append(hint)
         listeners = list(_listening.get(workflow_id, ()))
+        if not listeners:
+            kept = _unheard.get(workflow_id)
+            if kept is None:
+                kept = _unheard[workflow_id] = deque(maxlen=_REMEMBERED_HINTS)
+                while len(_unheard) > _REMEMBERED_WORKFLOWS:
+                    _unheard.popitem(last=False)
+            kept.append(hint)
     for loop, queue in listeners:
         # A loop that has closed raises RuntimeError: nobody listens there any more.
         with contextlib.suppress(RuntimeError):

@@ -179,13 +179,7 @@ async def _wait(
     wants_progress = progress_token(context) is not None
     # With a worker here, legs may run here: they tell this request what they log and report.
     hints = (
-        HintRelay(
-            workflow_id,
-            context,
-            relayed,
-            progress=wants_progress,
-            started_here=seen is not None and run_id is not None,
-        )
+        HintRelay(workflow_id, context, relayed, progress=wants_progress)
         if engine.eager_start
         else None
     )

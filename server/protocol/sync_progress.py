@@ -150,20 +150,10 @@ class HintRelay:
     fails is skipped.
     """
 
-    def __init__(
-        self,
-        workflow_id: str,
-        context: Context,
-        relayed: Relayed,
-        *,
-        progress: bool,
-        started_here: bool,
-    ) -> None:
-        """``started_here``: this request started the task and now first waits for it, so
-        what its legs said before it listened is its own (``leg_hints.listen``)."""
+    def __init__(self, workflow_id: str, context: Context, relayed: Relayed, *, progress: bool):
         self._workflow_id, self._context, self._relayed = workflow_id, context, relayed
         self._progress = progress
-        self._hints = leg_hints.listen(workflow_id, kept=started_here)
+        self._hints = leg_hints.listen(workflow_id)
         self._sending = asyncio.create_task(self._send_each())
 
     async def finish(self) -> None:
