@@ -58,12 +58,13 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import fastmcp_tasks  # noqa: F401  (client half)
 import httpx
@@ -311,51 +312,34 @@ class System:
     setup: Callable[[], Any] | None = None
 
 
-@contextmanager
-def full_wait() -> Iterator[None]:
+async def _not_ended_here(*_: Any) -> None:
+    return None
+
+
+def full_wait() -> AbstractContextManager[Any]:
     """Before: the wait reads the history's first page, then long-polls for each batch of events.
 
     As every durable synchronous call waited before ``sync_calls._ended_here``, which reads
     only the close event of a task run in this process.
     """
-    fresh = sync_calls._ended_here
-
-    async def ended_here(*_: Any) -> None:
-        return None
-
-    sync_calls._ended_here = ended_here
-    try:
-        yield
-    finally:
-        sync_calls._ended_here = fresh
+    return mock.patch.object(sync_calls, "_ended_here", _not_ended_here)
 
 
-@contextmanager
-def wait_without_run_id() -> Iterator[None]:
+def wait_without_run_id() -> AbstractContextManager[Any]:
     """Before: the wait's long poll named the workflow only, so the server looked up its run."""
     fresh = sync_calls.ended
 
     async def ended(engine: Any, task_id: str, scope: Any, *, run_id: Any = None) -> Any:
         return await fresh(engine, task_id, scope)
 
-    sync_calls.ended = ended
-    try:
-        yield
-    finally:
-        sync_calls.ended = fresh
+    return mock.patch.object(sync_calls, "ended", ended)
 
 
-@contextmanager
-def no_patch_markers() -> Iterator[None]:
+def no_patch_markers() -> AbstractContextManager[Any]:
     """Bench only, an upper bound: every ``workflow.patched`` is True with no marker written."""
     from temporalio import workflow as temporal_workflow
 
-    fresh = temporal_workflow.patched
-    temporal_workflow.patched = lambda _id: True
-    try:
-        yield
-    finally:
-        temporal_workflow.patched = fresh
+    return mock.patch.object(temporal_workflow, "patched", lambda _id: True)
 
 
 @dataclass

@@ -26,7 +26,8 @@ has not sent when it returns. The leg hands it to the task's end
 
 Only a report whose progress is past the last one relayed goes on, in the order
 it was read (MCP: the progress value increases with each notification), so the
-client sees the body's reports coalesced to at most about one a second, never
+client sees the body's reports (from Temporal: coalesced to at most about one a
+second), never
 out of order, and never again when a leg runs a second time (a local leg whose
 workflow task timed out on a loaded worker, a leg retried after its worker was
 lost) (``docs/differences.md``). A workflow tool's progress (its own memo) is not
@@ -120,9 +121,8 @@ async def relay_progress(
                 await asyncio.sleep(HEARTBEAT_READ_S)
                 continue
             for report in reports:
-                if report is not None and relayed.is_new(report):
-                    relayed.last = report
-                    await context.report_progress(*report)
+                if report is not None:
+                    await _send(context, relayed, report)
     finally:
         if waiting is not None:
             waiting.cancel()
@@ -138,7 +138,7 @@ async def send_final(context: Context, relayed: Relayed, final: ProgressReport |
     Inline, it reaches the client before the result; so it does here.
     """
     if final is not None:
-        await _send(context, relayed, final)
+        await _send(context, relayed, _as_sent(final))
 
 
 class HintRelay:
@@ -172,16 +172,20 @@ class HintRelay:
                 if isinstance(hint, LogLine):
                     await self._context.log(hint.message, hint.level, hint.logger_name, hint.extra)
                 elif self._progress:
-                    await _send(self._context, self._relayed, hint)
+                    await _send(self._context, self._relayed, _as_sent(hint))
             except Exception as err:  # the request's stream may be gone: the wait goes on
                 logger.debug("Relaying a hint of %s failed: %s", self._workflow_id, err)
 
 
-async def _send(context: Context, relayed: Relayed, report: ProgressReport) -> None:
-    as_sent: Report = (report.progress, report.total, report.message)
-    if relayed.is_new(as_sent):
-        relayed.last = as_sent
-        await context.report_progress(*as_sent)
+async def _send(context: Context, relayed: Relayed, report: Report) -> None:
+    """``report`` to the client, if its progress is past the last one sent."""
+    if relayed.is_new(report):
+        relayed.last = report
+        await context.report_progress(*report)
+
+
+def _as_sent(report: ProgressReport) -> Report:
+    return (report.progress, report.total, report.message)
 
 
 async def _signalled(engine: TaskEngine, event: HistoryEvent) -> Report | None:
