@@ -10,6 +10,11 @@ from typing import Any
 import mcp_types
 from fastmcp import Client, Context, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import (
+    PollWorkflowTaskQueueRequest,
+    RespondWorkflowTaskFailedRequest,
+)
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
@@ -101,6 +106,71 @@ async def test_create_and_get_carry_the_current_interval(
         release.set()
         assert (await quiet_task.result()).data == "done"
         assert (await quiet_task.status()).poll_interval_ms == 5000
+
+
+async def test_an_answer_sent_while_a_worker_holds_a_workflow_task_is_read_back_at_once(
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """``tasks/update`` returns once its answer is readable, even when Temporal buffers it.
+
+    A signal that arrives while a worker runs one of the workflow's workflow
+    tasks is durable but out of the history until that workflow task ends, so
+    no read can see it. Here a raw poll stands in for a worker that holds the
+    workflow task applying the first answer when the second one arrives: the
+    second ``tasks/update`` does not return while it is held, and the poll after
+    it shows the task ``working``. (Before, the update returned at once and the
+    poll still asked the answered key: the client asked its user again.)
+    """
+    mcp = FastMCP("front-end")
+    extension = temporal_tasks(run_worker=False)
+    mcp.add_extension(extension)
+
+    @mcp.tool(task=True)
+    async def survey(ctx: Context) -> str:
+        given = answers(ctx)
+        if not given:
+            return _two_questions()  # type: ignore[return-value]
+        return f"{given['first']} and {given['second']}"
+
+    def accept(text: str) -> dict[str, Any]:
+        return {"action": "accept", "content": {"answer": text}}
+
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
+        task = await call_tool_task(client, "survey", {})
+        async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
+            parked = await task.wait(state="input_required", timeout=60)
+        first, second = sorted(parked.input_requests)
+        await update_task(client.session, task.task_id, {first: accept("tea")})
+        held = await temporal_client.workflow_service.poll_workflow_task_queue(
+            PollWorkflowTaskQueueRequest(
+                namespace=temporal_client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                identity="a worker in the middle of a workflow task",
+            )
+        )
+        assert held.workflow_execution.workflow_id == workflow_id_for(
+            task.task_id, None, extension.engine.scope_secret
+        )
+        answering = asyncio.create_task(
+            update_task(client.session, task.task_id, {second: accept("cake")})
+        )
+        await asyncio.sleep(1)
+        assert not answering.done(), "tasks/update returned while its answer was unreadable"
+        await temporal_client.workflow_service.respond_workflow_task_failed(
+            RespondWorkflowTaskFailedRequest(
+                namespace=temporal_client.namespace,
+                task_token=held.task_token,
+                identity="a worker in the middle of a workflow task",
+            )
+        )
+        await asyncio.wait_for(answering, timeout=NO_WAIT_S)
+        answered = await asyncio.wait_for(task.status(), timeout=NO_WAIT_S)
+        assert answered.status == "working"
+        assert not answered.input_requests
+        async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
+            assert (await task.result()).data == "tea and cake"
 
 
 def _when(stamp: str) -> datetime:

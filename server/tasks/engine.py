@@ -53,6 +53,7 @@ from fastmcp_temporal.server.tasks.client_values import unstorable_field, valida
 from fastmcp_temporal.server.tasks.pending_input import (
     StaleDescription,
     unapplied_answers,
+    until_recorded,
     with_answers,
 )
 from fastmcp_temporal.server.tasks.quota import CallerQuota
@@ -303,7 +304,7 @@ class TaskEngine:
     # -- tasks/update ---------------------------------------------------------
 
     async def update(self, task_id: str, scope: str | None, responses: dict[str, Any]) -> None:
-        """Deliver answers as one signal; durable when this returns.
+        """Deliver answers as one signal; durable and readable when this returns.
 
         Answers for keys that are outstanding are validated first (a malformed
         one rejects the whole update and changes nothing); answers for any other
@@ -353,6 +354,9 @@ class TaskEngine:
             if not workflow_not_found(err):
                 raise
             # Closed between describe and signal: answers to a finished task are a no-op.
+            return
+        # Durable now; readable once in the history (a buffered signal is not yet).
+        await until_recorded(self.client, description)
 
     # -- tasks/cancel ---------------------------------------------------------
 

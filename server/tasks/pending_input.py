@@ -14,17 +14,29 @@ events first, stopping at that boundary), with or without a worker, and no
 worker is disturbed. Applying them to the memo's view follows the workflow's
 own signal handler (``deliver_input``): answered keys leave the outstanding
 set; when none is left the task is ``working`` again.
+
+One window that tail cannot show: a signal that arrives while a worker runs a
+workflow task of that workflow is *buffered* by Temporal -- durable, but held
+out of the history until that workflow task ends (completed, failed or timed
+out). Until then no read of any kind sees it, so ``tasks/update`` returns only
+once its answer is in the history (``until_recorded``): the next read after
+it, on any front end, shows the answer.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+from temporalio.api.workflowservice.v1 import (
+    GetWorkflowExecutionHistoryRequest,
+    GetWorkflowExecutionHistoryReverseRequest,
+)
 from temporalio.client import Client
 
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
@@ -33,6 +45,11 @@ from fastmcp_temporal.workflows.models import INPUT_SIGNAL, InputDelivery, TaskV
 
 #: Events per page; the unapplied tail of a parked task is a handful of events.
 _PAGE_SIZE = 16
+#: How long ``tasks/update`` waits for a buffered answer to reach the history:
+#: Temporal's default workflow task timeout, after which it flushes the buffer
+#: even when the worker running that workflow task died. A parked task's
+#: workflow tasks only apply answers, so in practice the wait is milliseconds.
+RECORDED_WAIT = timedelta(seconds=10)
 
 
 class StaleDescription(Exception):
@@ -65,14 +82,73 @@ async def unapplied_answers(
         for event in events:
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
                 return await _decode(client, reversed(signals))
-            attributes = event.workflow_execution_signaled_event_attributes
-            if (
-                event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
-                and attributes.signal_name == INPUT_SIGNAL
-            ):
+            if _is_answer(event):
                 signals.append(event)
         if not response.next_page_token:
             return await _decode(client, reversed(signals))
+        request.next_page_token = response.next_page_token
+
+
+async def until_recorded(
+    client: Client, description: TaskDescription, *, within: timedelta = RECORDED_WAIT
+) -> None:
+    """Return once an ``mcp_input`` signal newer than ``description`` is in the history.
+
+    Called right after signalling: the signal is durable either way, this only
+    makes it readable. One reverse read when it is there already (the common
+    case); a buffered one is waited for with a long poll on the history, which
+    Temporal answers when the workflow task holding it back ends. Past
+    ``within``, or when the run closes, it returns anyway: the answer is safe,
+    a read just shows it a little later.
+    """
+    info = description.raw.workflow_execution_info
+    execution = WorkflowExecution(
+        workflow_id=info.execution.workflow_id, run_id=info.execution.run_id
+    )
+    if await _signalled_since(client, execution, info.history_length):
+        return
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(within.total_seconds()):
+            await _until_signalled(client, execution, info.history_length)
+
+
+def _is_answer(event: HistoryEvent) -> bool:
+    return (
+        event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+        and event.workflow_execution_signaled_event_attributes.signal_name == INPUT_SIGNAL
+    )
+
+
+async def _signalled_since(client: Client, execution: WorkflowExecution, since: int) -> bool:
+    """Whether the history holds an answer after event ``since`` (newest events first)."""
+    request = GetWorkflowExecutionHistoryReverseRequest(
+        namespace=client.namespace, execution=execution, maximum_page_size=_PAGE_SIZE
+    )
+    while True:
+        response = await client.workflow_service.get_workflow_execution_history_reverse(
+            request, retry=True
+        )
+        for event in response.history.events:
+            if event.event_id <= since:
+                return False
+            if _is_answer(event):
+                return True
+        if not response.next_page_token:
+            return False
+        request.next_page_token = response.next_page_token
+
+
+async def _until_signalled(client: Client, execution: WorkflowExecution, since: int) -> None:
+    """Follow the history (long polls at its end) until an answer after ``since`` is in it."""
+    request = GetWorkflowExecutionHistoryRequest(
+        namespace=client.namespace, execution=execution, wait_new_event=True, skip_archival=True
+    )
+    while True:
+        response = await client.workflow_service.get_workflow_execution_history(request, retry=True)
+        if any(event.event_id > since and _is_answer(event) for event in response.history.events):
+            return
+        if not response.next_page_token:
+            return  # the run closed
         request.next_page_token = response.next_page_token
 
 
