@@ -45,17 +45,29 @@ class LogLine:
     extra: Mapping[str, Any] | None
 
 
+@dataclass(frozen=True)
+class LegStarted:
+    """A leg of the task began in this process: its reports and lines come as hints."""
+
+
+#: What a leg tells.
+Hint = ProgressReport | LogLine | LegStarted
 #: What a waiting call reads: each hint, in order (``None``: its own end, put by itself).
-Hints = asyncio.Queue[ProgressReport | LogLine | None]
+Hints = asyncio.Queue[Hint | None]
 #: Workflows whose unheard hints are kept for the next wait (bounded).
 _REMEMBERED_WORKFLOWS = 1024
 #: Unheard hints kept per workflow (the latest).
 _REMEMBERED_HINTS = 64
 
 _lock = threading.Lock()
-_unheard: OrderedDict[str, deque[ProgressReport | LogLine]] = OrderedDict()
+_unheard: OrderedDict[str, deque[Hint]] = OrderedDict()
 #: Per workflow id, each waiting call's queue and the loop it is read on.
 _listening: dict[str, list[tuple[asyncio.AbstractEventLoop, Hints]]] = {}
+
+
+def started(workflow_id: str) -> None:
+    """A leg of ``workflow_id``'s task began in this process."""
+    _tell(workflow_id, LegStarted())
 
 
 def reported(workflow_id: str, report: ProgressReport) -> None:
@@ -90,7 +102,7 @@ def stop(workflow_id: str, queue: Hints) -> None:
             _listening.pop(workflow_id, None)
 
 
-def _tell(workflow_id: str, hint: ProgressReport | LogLine) -> None:
+def _tell(workflow_id: str, hint: Hint) -> None:
     with _lock:
         listeners = list(_listening.get(workflow_id, ()))
         if not listeners:

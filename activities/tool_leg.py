@@ -44,6 +44,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.activities import leg_hints
 from fastmcp_temporal.activities.input_capabilities import missing_capability_error, undeclared
 from fastmcp_temporal.activities.progress import LegProgress, ProgressSignals
 from fastmcp_temporal.activities.steps import StepCheckpoint
@@ -112,6 +113,7 @@ class ToolLegActivity:
         progress = LegProgress(
             heartbeats=not info.is_local, signals=signals, workflow_id=info.workflow_id
         )
+        leg_hints.started(info.workflow_id)
         heartbeats = asyncio.create_task(progress.heartbeat_forever(self._heartbeat_interval_s))
         try:
             outcome = await self._run(request, progress)

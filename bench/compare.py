@@ -24,8 +24,8 @@ then polling it every ``--poll-ms`` until it is terminal (or as a row says).
   sandbox, as it ran before it became ``sandboxed=False`` (``sandbox_toggle``), or
   wait as every call waited before the wait read only the close event of a task
   run here (``full_wait``), or before that wait named its run
-  (``wait_without_run_id``); the short tool also with a ``progressToken`` on every
-  call (as FastMCP's ``Client`` and Claude Code send), and before that call waited
+  (``wait_without_run_id``); both tools also with a ``progressToken`` on every
+  call (as FastMCP's ``Client`` and Claude Code send), and before such a call waited
   on the close event alone; a bench-only row bounds what the ``workflow.patched``
   markers cost (``no_patch_markers``). The ratios add the CPU budget the throughput
   target leaves a durable sync call (``print_cpu_budget``).
@@ -510,6 +510,17 @@ async def spec_client_systems(
             setup=full_wait,
         ),
         System(
+            OURS_DURABLE_SYNC_TOKEN,
+            *http_durable_sync_call(wire, "echo_plain", progress_token=True),
+            dev_pid,
+        ),
+        System(
+            OURS_DURABLE_SYNC_TOKEN_FULL_WAIT,
+            *http_durable_sync_call(wire, "echo_plain", progress_token=True),
+            dev_pid,
+            setup=full_wait,
+        ),
+        System(
             OURS_DURABLE_SYNC_SHORT_NO_MARKERS,
             *http_durable_sync_call(wire, "echo_plain_short"),
             dev_pid,
@@ -657,6 +668,8 @@ OURS_DURABLE_SYNC_SHORT_NO_MARKERS = (
 OURS_DURABLE_SYNC_SHORT_NO_RUN_ID = OURS_DURABLE_SYNC_SHORT + ", before (the wait names no run id)"
 OURS_DURABLE_SYNC_SHORT_TOKEN = OURS_DURABLE_SYNC_SHORT + ", with a `progressToken`"
 OURS_DURABLE_SYNC_SHORT_TOKEN_FULL_WAIT = OURS_DURABLE_SYNC_SHORT_TOKEN + ", before (the full wait)"
+OURS_DURABLE_SYNC_TOKEN = OURS_DURABLE_SYNC + ", with a `progressToken`"
+OURS_DURABLE_SYNC_TOKEN_FULL_WAIT = OURS_DURABLE_SYNC_TOKEN + ", before (the full wait)"
 #: The issue's targets are set against this row (eager start + local activity + ``result()``).
 DURABLE_SYNC_ROWS = (
     OURS_DURABLE_SYNC,
@@ -669,6 +682,8 @@ DURABLE_SYNC_ROWS = (
     OURS_DURABLE_SYNC_SHORT_NO_RUN_ID,
     OURS_DURABLE_SYNC_SHORT_TOKEN,
     OURS_DURABLE_SYNC_SHORT_TOKEN_FULL_WAIT,
+    OURS_DURABLE_SYNC_TOKEN,
+    OURS_DURABLE_SYNC_TOKEN_FULL_WAIT,
     OURS_DURABLE_SYNC_APART,
     OURS_DURABLE_SYNC_SHORT_APART,
 )

@@ -60,6 +60,7 @@ TWINS = (
     "steps",
     "short_steps",
     "burst",
+    "activity_burst",
     "chatty",
     "short_chatty",
 )
@@ -111,11 +112,14 @@ def tools(mcp: FastMCP, runs: list[str], suffix: str) -> None:
     mcp.tool(name=f"chatty{suffix}", task=True)(chatty)
     mcp.tool(name=f"short_chatty{suffix}", task=True, timeout=20)(chatty)
 
-    @mcp.tool(name=f"burst{suffix}", task=True, timeout=20)
     async def burst(ctx: Context) -> str:
         for step in range(1, 6):
             await ctx.report_progress(step, 5, f"report {step}")
         return "done"
+
+    mcp.tool(name=f"burst{suffix}", task=True, timeout=20)(burst)
+    # A default tool: its leg is an activity, which mostly runs in the front end's worker.
+    mcp.tool(name=f"activity_burst{suffix}", task=True)(burst)
 
 
 def build(extension: TemporalTasks, runs: list[str], **server: Any) -> FastMCP:
@@ -323,15 +327,16 @@ def count_full_waits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_short_tools_every_report_arrives_as_inline_while_the_wait_reads_once(
+async def test_every_report_arrives_as_inline_while_the_wait_reads_once(
     url: str, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A short tool's legs run where the call waits (eager start, local legs), so they tell
+    """Legs that run where the call waits (eager start: a short tool's local legs, and a
+    default tool's activity leg, which eager activity dispatch hands to this worker) tell
     it of each report in-process (``leg_hints``): the wait reads only the task's close
     event, even with a ``progressToken`` (FastMCP's ``Client`` sends one on every call), and
     every report arrives, none coalesced, as inline."""
     full_waits = count_full_waits(monkeypatch)
-    for name in ("burst", "burst_inline"):
+    for name in ("burst", "activity_burst", "burst_inline", "activity_burst_inline"):
         seen, on_progress = progress_sink()
         async with PlainClient(url, mode=mode, progress_handler=on_progress) as client:
             assert (await client.call_tool(name, {})).data == "done"
@@ -375,6 +380,24 @@ async def test_log_lines_reach_the_client_as_inline_in_order_with_progress(
         "desk",
         {"msg": "half way", "extra": {"shelf": 4}},
     )
+
+
+async def test_an_activity_leg_not_seen_to_begin_here_leaves_its_progress_to_the_full_wait(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any worker of the queue may run a default tool's leg: one that does not begin in
+    the front end's worker within ``LEG_HERE_WAIT_S`` reports where only the full wait
+    reads (its heartbeat), so the wait becomes the full wait; the reports still arrive."""
+    full_waits = count_full_waits(monkeypatch)
+    monkeypatch.setattr(sync_calls, "LEG_HERE_WAIT_S", 0.2)
+    seen, on_progress = progress_sink()
+    async with PlainClient(url, progress_handler=on_progress) as client:
+        assert (await client.call_tool("steps", {"count": 1})).data == "done"
+        assert full_waits == []  # its leg began here
+        monkeypatch.setattr(leg_hints, "started", lambda workflow_id: None)  # as if elsewhere
+        assert (await client.call_tool("steps", {"count": 1})).data == "done"
+    assert len(full_waits) == 1
+    assert seen == [(1.0, 1.0, "step 1")] * 2
 
 
 @pytest.mark.parametrize("tool", ["chatty", "short_chatty"])

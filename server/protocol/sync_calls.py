@@ -25,10 +25,11 @@ what the task holds:
 
 The wait is ``task_watch.watch``: a long poll on the workflow's history, no
 ``tasks/get`` polling. A call whose task runs in this process's worker first waits on
-the close event alone (``_ended_here``: one read); with a ``progressToken``, only when
-the task's legs run here too, and tell the wait of their progress in-process. What
-legs running here log goes to the client as ``notifications/message``, as inline
-(``sync_progress.HintRelay``).
+the close event alone (``_ended_here``: one read); with a ``progressToken``, only while
+the task's legs run here too, and tell the wait of their progress in-process (a short
+tool's local legs always do; a default tool's activity legs must be seen to begin
+here). What legs running here log goes to the client as ``notifications/message``, as
+inline (``sync_progress.HintRelay``).
 ``notifications/cancelled`` for the request cancels the task; a dropped
 connection (or a stopping front end) does not -- the work goes on, and a retry
 with the same ``Idempotency-Key`` attaches to it and answers its result without
@@ -70,7 +71,7 @@ from fastmcp_temporal.server.protocol.sync_progress import (
 )
 from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient, temporal_busy_as_error
-from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.tasks.engine import LegPlacement, TaskEngine, workflow_id_for
 from fastmcp_temporal.server.tasks.task_watch import HistoryTail, SharedTail, ended, watch
 from fastmcp_temporal.workflows import park_hints
 
@@ -80,6 +81,10 @@ TRANSIENT_RETRY_S = 1.0
 #: question of a task that parked on another worker (no hint reaches this process)
 #: reaches the client at most this late; a task that runs longer costs one read more.
 END_HERE_WAIT_S = 5.0
+#: How long a one-read wait that relays progress waits for a leg to begin here when
+#: legs only mostly run here (activity legs): a leg run by another worker reports
+#: where only the full wait reads, so the wait becomes the full wait after this.
+LEG_HERE_WAIT_S = 1.0
 
 
 async def call_durably(
@@ -96,7 +101,8 @@ async def call_durably(
     component = await registered_component(context.fastmcp, tool)
     if needs_live_request(component):
         return await call_next()
-    legs_here, run_id = False, None
+    legs: LegPlacement = "elsewhere"
+    run_id: str | None = None
     scope = task_scope()
     seen: GetTaskResult | None = None
     request_state = context.request_state
@@ -113,17 +119,14 @@ async def call_durably(
             )
         task_id, run_id = created.task_id, created.started_run_id
         # A task found by its idempotency key may run anywhere, where no hint comes from.
-        legs_here = run_id is not None and engine.legs_run_here(
-            tool.name, tool_timeout_s=component.timeout
-        )
+        if run_id is not None:
+            legs = engine.where_legs_run(tool.name, tool_timeout_s=component.timeout)
         if created.status == "working":
             # What the start (or the key's existing task) answered: the wait's first
             # read would find the same, so it is skipped (``watch(started=True)``).
             seen = GetTaskResult.model_validate(created.model_dump(exclude={"result_type"}))
     while True:
-        view = await _wait(
-            engine, task_id, scope, context, seen, legs_here=legs_here, run_id=run_id
-        )
+        view = await _wait(engine, task_id, scope, context, seen, legs=legs, run_id=run_id)
         seen = None
         questions = view.input_requests or {}
         if view.status != "input_required" or not can_ask_live(context, questions):
@@ -165,13 +168,13 @@ async def _wait(
     context: Context,
     seen: GetTaskResult | None = None,
     *,
-    legs_here: bool = False,
+    legs: LegPlacement = "elsewhere",
     run_id: str | None = None,
 ) -> GetTaskResult:
     """The task once it ends or asks, relaying its progress; cancelled if the client cancels.
 
     ``seen``: a ``working`` view of the task this request already has (its creation).
-    ``legs_here``: the task's legs run in this process (``TaskEngine.legs_run_here``).
+    ``legs``: where the task's legs run (``TaskEngine.where_legs_run``).
     ``run_id``: the run this call started, if it did.
     """
     workflow_id = workflow_id_for(task_id, scope, engine.scope_secret)
@@ -200,8 +203,11 @@ async def _wait(
         return view
 
     try:
-        if seen is not None and engine.eager_start and (legs_here or not wants_progress):
-            view = await _ended_here(engine, workflow_id, task_id, scope, run_id)
+        if seen is not None and hints is not None and (legs != "elsewhere" or not wants_progress):
+            # Legs only mostly here must be seen to begin here, or their reports would wait.
+            must_see_leg = wants_progress and legs == "mostly here"
+            leg_here = hints.leg_here if must_see_leg else None
+            view = await _ended_here(engine, workflow_id, task_id, scope, run_id, leg_here)
             if view is not None:
                 return await ending(view)
         if wants_progress:
@@ -233,7 +239,12 @@ async def _stop(relay: asyncio.Task[None]) -> None:
 
 
 async def _ended_here(
-    engine: TaskEngine, workflow_id: str, task_id: str, scope: str | None, run_id: str | None
+    engine: TaskEngine,
+    workflow_id: str,
+    task_id: str,
+    scope: str | None,
+    run_id: str | None,
+    leg_here: asyncio.Event | None = None,
 ) -> GetTaskResult | None:
     """The task's end in one history read, if it ends soon here; ``None``: wait as usual.
 
@@ -244,12 +255,17 @@ async def _ended_here(
     default one). A task that parks here says so at once (``park_hints``): the full
     wait then reads its questions. One that parks on another worker, or is still
     running after ``END_HERE_WAIT_S``, is left to the full wait from then on.
+    ``leg_here``: set when a leg of the task begins here; if given, a task whose leg
+    does not begin here within ``LEG_HERE_WAIT_S`` is left to the full wait too.
     """
     parked = park_hints.when_parked(workflow_id)
     closing = asyncio.ensure_future(ended(engine, task_id, scope, run_id=run_id))
+    waits: set[asyncio.Future[Any]] = {parked, closing}
+    if leg_here is not None:
+        waits.add(asyncio.ensure_future(_unless_begun(leg_here)))
     try:
         done, _ = await asyncio.wait(
-            {parked, closing}, timeout=END_HERE_WAIT_S, return_when=asyncio.FIRST_COMPLETED
+            waits, timeout=END_HERE_WAIT_S, return_when=asyncio.FIRST_COMPLETED
         )
         if closing not in done:
             return None
@@ -258,10 +274,20 @@ async def _ended_here(
         return None  # the full wait reads again, and waits out what is transient
     finally:
         park_hints.forget(workflow_id, parked)
-        if not closing.done():
-            closing.cancel()
-            with contextlib.suppress(asyncio.CancelledError, RPCError):
-                await closing
+        for waiting in waits - {parked}:
+            if not waiting.done():
+                waiting.cancel()
+                with contextlib.suppress(asyncio.CancelledError, RPCError):
+                    await waiting
+
+
+async def _unless_begun(leg_here: asyncio.Event) -> None:
+    """Return if no leg begins here within ``LEG_HERE_WAIT_S``; once one has, never."""
+    try:
+        await asyncio.wait_for(leg_here.wait(), LEG_HERE_WAIT_S)
+    except TimeoutError:
+        return
+    await asyncio.Event().wait()
 
 
 async def _until_answerable(

@@ -48,7 +48,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.service import RPCError
 
 from fastmcp_temporal.activities import leg_hints
-from fastmcp_temporal.activities.leg_hints import LogLine
+from fastmcp_temporal.activities.leg_hints import LegStarted, LogLine
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.task_records import describe_raw
@@ -153,6 +153,8 @@ class HintRelay:
     def __init__(self, workflow_id: str, context: Context, relayed: Relayed, *, progress: bool):
         self._workflow_id, self._context, self._relayed = workflow_id, context, relayed
         self._progress = progress
+        #: Set once a leg of the task began in this process: what it says comes here.
+        self.leg_here = asyncio.Event()
         self._hints = leg_hints.listen(workflow_id)
         self._sending = asyncio.create_task(self._send_each())
 
@@ -169,7 +171,9 @@ class HintRelay:
     async def _send_each(self) -> None:
         while (hint := await self._hints.get()) is not None:
             try:
-                if isinstance(hint, LogLine):
+                if isinstance(hint, LegStarted):
+                    self.leg_here.set()
+                elif isinstance(hint, LogLine):
                     await self._context.log(hint.message, hint.level, hint.logger_name, hint.extra)
                 elif self._progress:
                     await _send(self._context, self._relayed, _as_sent(hint))

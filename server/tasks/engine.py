@@ -25,7 +25,7 @@ import re
 import secrets
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types
 from pydantic import TypeAdapter
@@ -77,6 +77,8 @@ from fastmcp_temporal.workflows.task_workflow import (
 
 #: Temporal rejects payloads of 2 MB or more: the ceiling without external storage.
 INLINE_LIMIT_BYTES = 1_900_000
+#: Where a task's legs run, seen from the front end that starts it (``where_legs_run``).
+LegPlacement = Literal["here", "mostly here", "elsewhere"]
 #: Re-reads when the workflow applies a change between ``describe`` and the history read.
 _STALE_RETRIES = 3
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
@@ -237,16 +239,22 @@ class TaskEngine:
         created._started_run_id = run_id
         return poll_interval.adapt(created, now=created_at)
 
-    def legs_run_here(self, tool_name: str, *, tool_timeout_s: float | None) -> bool:
-        """Whether a task of this tool started now runs its legs in this process.
+    def where_legs_run(self, tool_name: str, *, tool_timeout_s: float | None) -> LegPlacement:
+        """Where the legs of a task of this tool, started now, run.
 
-        Eager start hands the first workflow task to this process's worker, and
-        local legs run where their workflow task runs.
+        ``"here"``: eager start hands the first workflow task to this process's
+        worker, and local legs run where their workflow task runs. ``"mostly
+        here"``: activity legs on the queue this process's worker polls; eager
+        activity dispatch (on in the embedded Temporal) hands the leg to the
+        worker that scheduled it when it has a free slot, but any worker of the
+        queue may run it. ``"elsewhere"``: no worker here, or the legs' own queue.
         """
         if not self.eager_start:
-            return False
+            return "elsewhere"
         policy = self.starter.leg_policy(tool_name, self.leg_policy, tool_timeout_s=tool_timeout_s)
-        return policy.local
+        if policy.local:
+            return "here"
+        return "mostly here" if policy.task_queue in (None, self.task_queue) else "elsewhere"
 
     def _check_payload_size(
         self, value: TaskStart | InputDelivery, client_part: Any, root: str, what: str
