@@ -336,6 +336,7 @@ async def test_every_report_arrives_as_inline_while_the_wait_reads_once(
     event, even with a ``progressToken`` (FastMCP's ``Client`` sends one on every call), and
     every report arrives, none coalesced, as inline."""
     full_waits = count_full_waits(monkeypatch)
+    monkeypatch.setattr(sync_calls, "LEG_HERE_WAIT_S", 60)  # a loaded machine's leg begins late
     for name in ("burst", "activity_burst", "burst_inline", "activity_burst_inline"):
         seen, on_progress = progress_sink()
         async with PlainClient(url, mode=mode, progress_handler=on_progress) as client:
@@ -389,11 +390,12 @@ async def test_an_activity_leg_not_seen_to_begin_here_leaves_its_progress_to_the
     the front end's worker within ``LEG_HERE_WAIT_S`` reports where only the full wait
     reads (its heartbeat), so the wait becomes the full wait; the reports still arrive."""
     full_waits = count_full_waits(monkeypatch)
-    monkeypatch.setattr(sync_calls, "LEG_HERE_WAIT_S", 0.2)
     seen, on_progress = progress_sink()
     async with PlainClient(url, progress_handler=on_progress) as client:
+        monkeypatch.setattr(sync_calls, "LEG_HERE_WAIT_S", 60)  # a loaded machine's leg begins late
         assert (await client.call_tool("steps", {"count": 1})).data == "done"
         assert full_waits == []  # its leg began here
+        monkeypatch.setattr(sync_calls, "LEG_HERE_WAIT_S", 0.2)
         monkeypatch.setattr(leg_hints, "started", lambda workflow_id: None)  # as if elsewhere
         assert (await client.call_tool("steps", {"count": 1})).data == "done"
     assert len(full_waits) == 1

@@ -83,8 +83,10 @@ TRANSIENT_RETRY_S = 1.0
 END_HERE_WAIT_S = 5.0
 #: How long a one-read wait that relays progress waits for a leg to begin here when
 #: legs only mostly run here (activity legs): a leg run by another worker reports
-#: where only the full wait reads, so the wait becomes the full wait after this.
-LEG_HERE_WAIT_S = 1.0
+#: where only the full wait reads, so the wait becomes the full wait after this (its
+#: first reports reach the client at most this late). Long enough for a loaded
+#: machine: a leg that begins here later costs the call the full wait's reads.
+LEG_HERE_WAIT_S = 2.0
 
 
 async def call_durably(
