@@ -127,22 +127,14 @@ async def test_an_answer_sent_while_a_worker_holds_a_workflow_task_is_read_back_
     extension = temporal_tasks(run_worker=False)
     mcp.add_extension(extension)
 
-    @mcp.tool(task=True)
-    async def survey(ctx: Context) -> str:
-        given = answers(ctx)
-        if not given:
-            return _two_questions()  # type: ignore[return-value]
-        return f"{given['first']} and {given['second']}"
-
-    def accept(text: str) -> dict[str, Any]:
-        return {"action": "accept", "content": {"answer": text}}
+    mcp.tool(task=True)(survey)
 
     async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "survey", {})
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
             parked = await task.wait(state="input_required", timeout=60)
         first, second = sorted(parked.input_requests)
-        await update_task(client.session, task.task_id, {first: accept("tea")})
+        await update_task(client.session, task.task_id, {first: _accept("tea")})
         held = await temporal_client.workflow_service.poll_workflow_task_queue(
             PollWorkflowTaskQueueRequest(
                 namespace=temporal_client.namespace,
@@ -154,7 +146,7 @@ async def test_an_answer_sent_while_a_worker_holds_a_workflow_task_is_read_back_
             task.task_id, None, extension.engine.scope_secret
         )
         answering = asyncio.create_task(
-            update_task(client.session, task.task_id, {second: accept("cake")})
+            update_task(client.session, task.task_id, {second: _accept("cake")})
         )
         await asyncio.sleep(1)
         assert not answering.done(), "tasks/update returned while its answer was unreadable"
@@ -175,6 +167,18 @@ async def test_an_answer_sent_while_a_worker_holds_a_workflow_task_is_read_back_
 
 def _when(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+async def survey(ctx: Context) -> str:
+    """Two questions at once; the answers, once both are in."""
+    given = answers(ctx)
+    if not given:
+        return _two_questions()  # type: ignore[return-value]
+    return f"{given['first']} and {given['second']}"
+
+
+def _accept(text: str) -> dict[str, Any]:
+    return {"action": "accept", "content": {"answer": text}}
 
 
 def _two_questions() -> mcp_types.InputRequiredResult:
@@ -220,15 +224,7 @@ async def test_reads_without_a_worker_show_an_acknowledged_update(
     extension = temporal_tasks(run_worker=False, query_timeout=timedelta(seconds=120))
     mcp.add_extension(extension)
 
-    @mcp.tool(task=True)
-    async def survey(ctx: Context) -> str:
-        given = answers(ctx)
-        if not given:
-            return _two_questions()  # type: ignore[return-value]
-        return f"{given['first']} and {given['second']}"
-
-    def accept(text: str) -> dict[str, Any]:
-        return {"action": "accept", "content": {"answer": text}}
+    mcp.tool(task=True)(survey)
 
     async with Client(mcp, elicitation_handler=declares_elicitation) as client:
         task = await call_tool_task(client, "survey", {})
@@ -236,18 +232,18 @@ async def test_reads_without_a_worker_show_an_acknowledged_update(
             parked = await task.wait(state="input_required", timeout=60)
         first, second = sorted(parked.input_requests)
         # The worker is gone. Half an answer: the other key is still outstanding.
-        await update_task(client.session, task.task_id, {first: accept("tea")})
+        await update_task(client.session, task.task_id, {first: _accept("tea")})
         half = await asyncio.wait_for(task.status(), timeout=NO_WAIT_S)
         assert half.status == "input_required"
         assert list(half.input_requests) == [second]
         assert _when(half.last_updated_at) > _when(parked.last_updated_at)
         # The rest: the task is working again, though no worker has applied anything.
-        await update_task(client.session, task.task_id, {second: accept("cake")})
+        await update_task(client.session, task.task_id, {second: _accept("cake")})
         answered = await asyncio.wait_for(task.status(), timeout=NO_WAIT_S)
         assert answered.status == "working"
         assert not answered.input_requests
         # Answering an already answered key changes nothing, and is not signalled again.
-        await update_task(client.session, task.task_id, {first: accept("coffee")})
+        await update_task(client.session, task.task_id, {first: _accept("coffee")})
         assert (await asyncio.wait_for(task.status(), timeout=NO_WAIT_S)).status == "working"
         assert await input_signals(temporal_client, extension, task.task_id) == 2
         async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):

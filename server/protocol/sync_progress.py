@@ -3,8 +3,8 @@
 An inline call's ``report_progress`` reaches its client as
 ``notifications/progress`` for the request's ``progressToken``. When the same
 call runs as a task, the body reports on a worker. A leg that runs in this
-process (a short tool's local legs, started eagerly by a front end that hosts a
-worker) hands each report to the waiting call in-process
+process (with a worker in the front end: a short tool's local legs, and the
+activity legs that worker runs) hands each report to the waiting call in-process
 (``activities.leg_hints``): ``HintRelay`` sends every one, as inline, and the
 leg's log lines with them.
 Elsewhere a report lands in one of two places, and ``relay_progress`` reads

@@ -33,10 +33,7 @@ from datetime import UTC, datetime, timedelta
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.api.workflowservice.v1 import (
-    GetWorkflowExecutionHistoryRequest,
-    GetWorkflowExecutionHistoryReverseRequest,
-)
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import Client
 
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
@@ -139,17 +136,14 @@ async def _signalled_since(client: Client, execution: WorkflowExecution, since: 
 
 
 async def _until_signalled(client: Client, execution: WorkflowExecution, since: int) -> None:
-    """Follow the history (long polls at its end) until an answer after ``since`` is in it."""
-    request = GetWorkflowExecutionHistoryRequest(
-        namespace=client.namespace, execution=execution, wait_new_event=True, skip_archival=True
-    )
-    while True:
-        response = await client.workflow_service.get_workflow_execution_history(request, retry=True)
-        if any(event.event_id > since and _is_answer(event) for event in response.history.events):
+    """Follow the run's history (long polls at its end) until an answer after ``since`` is in it.
+
+    The events end when the run closes.
+    """
+    handle = client.get_workflow_handle(execution.workflow_id, run_id=execution.run_id)
+    async for event in handle.fetch_history_events(wait_new_event=True, skip_archival=True):
+        if event.event_id > since and _is_answer(event):
             return
-        if not response.next_page_token:
-            return  # the run closed
-        request.next_page_token = response.next_page_token
 
 
 async def _decode(
