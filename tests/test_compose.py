@@ -149,8 +149,8 @@ def test_prometheus_scrapes_every_process_and_grafana_has_the_dashboard() -> Non
 
 
 def test_composed_temporal_runs_with_the_embedded_servers_dynamic_config() -> None:
-    """Fairness, eager activities, cached search attributes: the cluster is configured
-    as the dev server is."""
+    """Fairness, eager activities, cached search attributes, an unthrottled transfer
+    queue: the cluster is configured as the dev server is."""
     temporal = resolved()["services"]["temporal"]
     version = temporal["image"].split(":")[1]
     assert tuple(int(part) for part in version.split(".")[:2]) >= (1, 29), "fairness needs 1.29"
@@ -170,6 +170,7 @@ def test_composed_temporal_runs_with_the_embedded_servers_dynamic_config() -> No
         *devserver.FAIRNESS_DYNAMIC_CONFIG,
         *devserver.EAGER_DYNAMIC_CONFIG,
         *devserver.SEARCH_ATTRIBUTE_CACHE_DYNAMIC_CONFIG,
+        *devserver.DISPATCH_DYNAMIC_CONFIG,
     ):
         name, value = setting.split("=", 1)
         embedded[name] = yaml.safe_load(value)

@@ -61,6 +61,16 @@ EAGER_DYNAMIC_CONFIG = ("system.enableActivityEagerExecution=true",)
 #: failed task starts (``server.core.temporal_errors``). Ours are declared when the
 #: data file is created (above), so the cache has them from the first call.
 SEARCH_ATTRIBUTE_CACHE_DYNAMIC_CONFIG = ("system.forceSearchAttributesCacheRefreshOnRead=false",)
+#: The transfer-queue reader unthrottled. The dev server has one history shard, and
+#: that shard's transfer-queue reader -- which hands every new workflow and activity
+#: task to matching -- reads at most ``transferProcessorMaxPollRPS`` times a second
+#: (default 20): a task written within 50 ms of its last read waited for the next
+#: one, so a one-activity workflow took 50 ms back to back where its history needs
+#: 8 (``bench/investigations/2026-12-05-dispatch-limiter``). The reader is woken by each new task,
+#: so the limit only spaces reads under load; idle, it reads as seldom as before
+#: (the same idle CPU, measured). The timer, visibility and outbound readers have
+#: the same limit and measured no gain: left as they are.
+DISPATCH_DYNAMIC_CONFIG = ("history.transferProcessorMaxPollRPS=1000",)
 
 
 def temporal_binary() -> str:
@@ -107,6 +117,7 @@ def start_dev_command(
         *FAIRNESS_DYNAMIC_CONFIG,
         *EAGER_DYNAMIC_CONFIG,
         *SEARCH_ATTRIBUTE_CACHE_DYNAMIC_CONFIG,
+        *DISPATCH_DYNAMIC_CONFIG,
     ):
         args += ["--dynamic-config-value", value]
     if http_port is not None:
