@@ -5,7 +5,7 @@ histories in ``tests/histories`` were recorded from real tasks on a real dev
 server (``python -m tests.histories.record``), one per path the task workflow
 can take and per code generation (the top level before the patches
 ``legs-retry-until-deadline`` and ``progress-in-memo``, ``v2/`` with them,
-``v3/`` with ``result-stored-once`` too);
+``v3/`` with ``result-stored-once`` too, ... ``v7/`` at patch level 1: no markers);
 here ``Replayer`` re-runs each one against ``McpTaskWorkflow``,
 ``McpToolTaskWorkflow`` and the recorded workflow tool, configured exactly as a
 worker is (``McpTasksPlugin``: converter, codec, payload store, sandbox). A
@@ -25,10 +25,18 @@ from temporalio.converter import ExternalStorage
 from fastmcp_temporal.activities.tool_leg import HANDED_BACK_ERROR_TYPE
 from fastmcp_temporal.server.core.codec import ENCODING, KEY_ENV
 from fastmcp_temporal.server.payloads.payload_store import DiskStorageDriver
-from fastmcp_temporal.workflows.leg_retry import RETRY_UNTIL_DEADLINE_PATCH
-from fastmcp_temporal.workflows.local_legs import ACTIVITY_LEGS_AFTER_INPUT, LOCAL_LEG_PROGRESS
-from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES, ProgressReport, TaskView
-from fastmcp_temporal.workflows.task_workflow import RESULT_STORED_ONCE
+from fastmcp_temporal.workflows.models import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    ProgressReport,
+    TaskStart,
+    TaskView,
+)
+from fastmcp_temporal.workflows.patches import (
+    ACTIVITY_LEGS_AFTER_INPUT,
+    LOCAL_LEG_PROGRESS,
+    RESULT_STORED_ONCE,
+    RETRY_UNTIL_DEADLINE_PATCH,
+)
 from fastmcp_temporal.workflows.tool_helpers import PROGRESS_IN_MEMO_PATCH
 from tests.histories.catalog import (
     ENCRYPTED_FILES,
@@ -43,6 +51,7 @@ from tests.histories.paths_v3 import V3
 from tests.histories.paths_v4 import V4
 from tests.histories.paths_v5 import V5
 from tests.histories.paths_v6 import V6
+from tests.histories.paths_v7 import V7
 from tests.histories.replay import HISTORIES, load_history, patch_ids, task_replayer
 
 
@@ -111,6 +120,7 @@ ENDINGS = {
     f"{V2}/ttl_running": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
     f"{V2}/leg_key_missing_until_ttl": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
     f"{V4}/local_leg_failed_after_progress": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    f"{V7}/local_leg_failed_after_progress": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
 }
 #: Event kinds a path's history must contain to be that path.
 SIGNS = {
@@ -134,6 +144,7 @@ SIGNS = {
     # The local leg's progress signals; after a failed one, the timer before the end.
     f"{V4}/local_leg_progress": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
     f"{V4}/local_leg_failed_after_progress": EventType.EVENT_TYPE_TIMER_FIRED,
+    f"{V7}/local_leg_failed_after_progress": EventType.EVENT_TYPE_TIMER_FIRED,
 }
 
 
@@ -160,7 +171,7 @@ def test_a_recorded_history_is_its_whole_path(file: str) -> None:
         assert sign in kinds
     if _base(file) == "local_leg":
         # Both legs local; since ``activity-legs-after-input`` the answered one is an activity.
-        answered_leg_activities = 1 if file.startswith(f"{V5}/") else 0
+        answered_leg_activities = 1 if file.startswith((f"{V5}/", f"{V7}/")) else 0
         assert kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) == answered_leg_activities
 
 
@@ -176,11 +187,17 @@ def test_each_generation_took_its_branch_of_the_patches(file: str) -> None:
     ``v4`` (local legs only) of ``local-leg-progress`` too, ``v5`` (a local-leg task's
     answered leg) of ``activity-legs-after-input`` too; ``v5/sealed_caller``, a task with
     activity legs, asks only the two patches every such task asks; ``v6`` (a last progress
-    report in the task's result) asks no patch of its own."""
+    report in the task's result) asks no patch of its own; ``v7`` (patch level 1) takes every
+    new branch and asks no patch at all, except on the previous release's worker."""
     patches = set(patch_ids(load_history(file)))
     generation = file.split("/")[0] if "/" in file else None
     if generation is None:
         assert patches == set()
+    elif generation == V7:
+        started = load_history(file).events[0].workflow_execution_started_event_attributes
+        assert TaskStart.model_validate_json(started.input.payloads[0].data).patch_level == 1
+        previous = file == f"{V7}/previous_release_worker"
+        assert patches == ({RETRY_UNTIL_DEADLINE_PATCH, RESULT_STORED_ONCE} if previous else set())
     elif file.endswith(".body"):
         assert patches == {PROGRESS_IN_MEMO_PATCH}
     elif _base(file) in WITHOUT_LEG:

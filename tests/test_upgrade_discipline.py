@@ -24,7 +24,9 @@ from temporalio.workflow import NondeterminismError
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
-from tests.histories.replay import load_history, task_replayer
+from fastmcp_temporal.workflows.models import TaskStart
+from fastmcp_temporal.workflows.patches import PATCH_LEVEL
+from tests.histories.replay import load_history, patch_ids, task_replayer
 from tests.workflow_variants import (
     PATCH_ID,
     WORKFLOW_TYPE,
@@ -101,3 +103,32 @@ async def test_deprecate_patch_replays_new_tasks_only(patched_history: WorkflowH
     """``deprecate_patch`` is the step after ``patched``: safe once every old task is gone."""
     assert await replay(patched_history, DeprecatedPause) is None
     assert isinstance(await replay(load_history(RECORDED), DeprecatedPause), NondeterminismError)
+
+
+async def test_a_new_task_takes_the_folded_patches_without_a_marker(
+    temporal_tasks: Callable[..., TemporalTasks], temporal_client: TemporalClient
+) -> None:
+    """A task started now carries this release's patch level and records no patch at all
+    (``workflows/patches.py``): no marker, no ``TemporalChangeVersion`` upsert."""
+    mcp = FastMCP("current")
+    mcp.add_extension(temporal_tasks())
+
+    @mcp.tool(task=True)
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    async with Client(mcp) as client:
+        task = await call_tool_task(client, "add", {"a": 2, "b": 3})
+        assert (await task.result()).data == 5
+    handle = temporal_client.get_workflow_handle(workflow_id_for(task.task_id, None))
+    history = await handle.fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    assert TaskStart.model_validate_json(started.input.payloads[0].data).patch_level == PATCH_LEVEL
+    assert patch_ids(history) == []
+    upserts = [
+        event.upsert_workflow_search_attributes_event_attributes.search_attributes
+        for event in history.events
+        if event.HasField("upsert_workflow_search_attributes_event_attributes")
+    ]
+    upserted = [name for upsert in upserts for name in upsert.indexed_fields]
+    assert "TemporalChangeVersion" not in upserted, upserted

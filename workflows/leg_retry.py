@@ -13,9 +13,9 @@ A *local* leg is the exception: it runs inside a workflow task, so losing
 its worker never counts as an attempt, and it keeps ``LegPolicy.max_attempts``
 for its own timeouts (bounded by the deadline too).
 
-This is workflow code: the policy is chosen behind ``workflow.patched``, so a
-task that scheduled a leg under the old policy (``LegPolicy.max_attempts``)
-replays it unchanged.
+This is workflow code: the policy is chosen behind a patch
+(``patches.RETRY_UNTIL_DEADLINE_PATCH``), so a task that scheduled a leg under
+the old policy (``LegPolicy.max_attempts``) replays it unchanged.
 """
 
 from __future__ import annotations
@@ -34,13 +34,8 @@ from temporalio.exceptions import (
 )
 
 from fastmcp_temporal.workflows.models import UNDECRYPTABLE_ERROR_TYPE, TaskStart
+from fastmcp_temporal.workflows.patches import RETRY_UNTIL_DEADLINE_PATCH, patched
 
-#: Patch id of "legs retry until the task's deadline" (recorded once per run,
-#: at its first leg). Histories without it retry ``max_attempts`` times.
-RETRY_UNTIL_DEADLINE_PATCH = "fastmcp-temporal/legs-retry-until-deadline"
-#: Patch id of "a leg that ends otherwise after its cancellation was requested
-#: cancels the task" (``ended_while_cancelling``). Histories without it failed the task.
-LEG_CANCEL_WINS_PATCH = "fastmcp-temporal/leg-cancel-wins"
 _FIRST_RETRY = timedelta(seconds=1)
 #: A leg scheduled at or after the deadline still gets this long (the
 #: workflow's own execution timeout, one minute later, ends it otherwise).
@@ -50,7 +45,7 @@ _LAST_CHANCE = timedelta(seconds=1)
 def leg_retry(start: TaskStart, *, local: bool) -> tuple[RetryPolicy, timedelta | None]:
     """The retry policy of the next leg (a local one if ``local``), and its schedule-to-close."""
     policy = start.leg_policy
-    if not workflow.patched(RETRY_UNTIL_DEADLINE_PATCH):
+    if not patched(start, RETRY_UNTIL_DEADLINE_PATCH):
         old = RetryPolicy(maximum_attempts=policy.max_attempts, initial_interval=_FIRST_RETRY)
         return old, None
     deadline = start.created_at + timedelta(milliseconds=start.ttl_ms)

@@ -1,7 +1,7 @@
 """The task side of a local leg: its progress signals, and ending only after them.
 
 A local leg runs inside a workflow task and has no heartbeat, so since
-``LOCAL_LEG_PROGRESS`` it signals its progress to its own workflow
+``patches.LOCAL_LEG_PROGRESS`` it signals its progress to its own workflow
 (``mcp_leg_progress``; ``activities.progress.ProgressSignals``), which puts the
 message in its memo as the task's ``statusMessage``. The workflow receives
 such a signal when the SDK next completes the leg's workflow task to keep it
@@ -18,7 +18,7 @@ no result). So the leg returns how many signals Temporal acknowledged, and the
 workflow receives all of them before it goes on; after a local leg that
 failed instead (its count unknown), it waits one timer first. The client's
 answers are signals too, and two of them may race: so a leg that follows
-answers is an activity, not a local one (``ACTIVITY_LEGS_AFTER_INPUT``).
+answers is an activity, not a local one (``patches.ACTIVITY_LEGS_AFTER_INPUT``).
 """
 
 from __future__ import annotations
@@ -32,35 +32,23 @@ from temporalio.common import RetryPolicy
 from fastmcp_temporal.workflows.models import (
     LOCAL_LEG_PROGRESS_SIGNAL,
     LegOutcome,
-    LegPolicy,
     LegRequest,
     LocalLegProgress,
+    TaskStart,
 )
+from fastmcp_temporal.workflows.patches import ACTIVITY_LEGS_AFTER_INPUT, patched
 
-#: Local legs scheduled after this patch report progress by signalling the
-#: workflow, and the workflow receives every such signal before it goes on
-#: (a marker before the leg's command; see the module docstring).
-LOCAL_LEG_PROGRESS = "fastmcp-temporal/local-leg-progress"
-#: Legs that follow the client's answers run as activities even in a local-leg
-#: task since this patch (a marker before such a leg's command). Answers are
-#: signals, and two clients -- or one that retries -- may send them at once:
-#: the second can reach Temporal while the leg they started runs inside its
-#: workflow task, and if that leg ends the task, Temporal rejects the task's
-#: commands with the leg's result (``UNHANDLED_COMMAND``): the body would run
-#: twice. An activity leg's result is its own event, so nothing is lost; a leg
-#: that waited for a person does not miss the activity round trip it saves.
-ACTIVITY_LEGS_AFTER_INPUT = "fastmcp-temporal/activity-legs-after-input"
 #: How long a task waits after a local leg that reports progress failed
 #: (rather than returned), so the signals its attempts sent are applied in a
 #: workflow task of their own before the one that ends the task.
 AFTER_FAILED_LOCAL_LEG = timedelta(seconds=1)
 
 
-def runs_locally(policy: LegPolicy, responses: dict[str, Any] | None) -> bool:
+def runs_locally(start: TaskStart, responses: dict[str, Any] | None) -> bool:
     """Whether the next leg is a local activity (``ACTIVITY_LEGS_AFTER_INPUT``)."""
-    if not policy.local:
+    if not start.leg_policy.local:
         return False
-    return responses is None or not workflow.patched(ACTIVITY_LEGS_AFTER_INPUT)
+    return responses is None or not patched(start, ACTIVITY_LEGS_AFTER_INPUT)
 
 
 class LocalLegRunner:

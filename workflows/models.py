@@ -239,6 +239,10 @@ class TaskStart(BaseModel):
     #: The ceiling for the task's leg inputs, chosen by the server that started
     #: it (tasks started before it existed get the default).
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    #: The patch level of the code that started the task: patches folded in at
+    #: or below it take effect with no marker (``workflows.patches``); 0 for
+    #: tasks started before levels existed, which ask every patch.
+    patch_level: int = 0
 
 
 class LegRequest(BaseModel):

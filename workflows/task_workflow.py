@@ -51,18 +51,13 @@ from temporalio.exceptions import TimeoutError as LegTimeoutError
 from fastmcp_temporal.workflows import park_hints
 from fastmcp_temporal.workflows.body_workflow import WorkflowBodyRunner
 from fastmcp_temporal.workflows.leg_retry import (
-    LEG_CANCEL_WINS_PATCH,
     deadline_passed,
     ended_while_cancelling,
     expired_message,
     failure_reason,
     leg_retry,
 )
-from fastmcp_temporal.workflows.local_legs import (
-    LOCAL_LEG_PROGRESS,
-    LocalLegRunner,
-    runs_locally,
-)
+from fastmcp_temporal.workflows.local_legs import LocalLegRunner, runs_locally
 from fastmcp_temporal.workflows.models import (
     INPUT_SIGNAL,
     TASK_STATUS_ATTRIBUTE,
@@ -79,6 +74,12 @@ from fastmcp_temporal.workflows.models import (
     TaskStart,
     TaskStatus,
     TaskView,
+)
+from fastmcp_temporal.workflows.patches import (
+    LEG_CANCEL_WINS_PATCH,
+    LOCAL_LEG_PROGRESS,
+    RESULT_STORED_ONCE,
+    patched,
 )
 from fastmcp_temporal.workflows.task_metrics import TransitionMetrics
 
@@ -99,10 +100,6 @@ _DETAILS_LIMIT = 500
 #: result past the payload store's threshold is a ``StoredResult`` reference
 #: since ``RESULT_STORED_ONCE``: its view fits.)
 FINAL_MEMO_LIMIT = 16 * 1024
-#: Legs scheduled after this patch may return a big result as a ``StoredResult``
-#: (written once, by the leg); a leg scheduled before it returns the result
-#: inline, and the workflow's result then holds a second stored copy.
-RESULT_STORED_ONCE = "fastmcp-temporal/result-stored-once"
 
 
 class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
@@ -209,10 +206,10 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
             body_outcome=body_outcome,
             # A marker before this leg's command in new histories; replaying a
             # history without one schedules the leg exactly as it was.
-            store_big_result=workflow.patched(RESULT_STORED_ONCE),
-            progress_signals=policy.local and workflow.patched(LOCAL_LEG_PROGRESS),
+            store_big_result=patched(start, RESULT_STORED_ONCE),
+            progress_signals=policy.local and patched(start, LOCAL_LEG_PROGRESS),
         )
-        local = runs_locally(policy, responses)
+        local = runs_locally(start, responses)
         if not local and request.progress_signals:
             request = request.model_copy(update={"progress_signals": False})
         # Only the threshold of this check changed (1.9 MB before big payloads went
@@ -266,7 +263,7 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
             # marker: both must take the same path.
             if isinstance(err, ActivityError) and is_cancelled_exception(err):
                 raise asyncio.CancelledError() from err
-            if ended_while_cancelling(err, local=local) and workflow.patched(LEG_CANCEL_WINS_PATCH):
+            if ended_while_cancelling(err, local=local) and patched(start, LEG_CANCEL_WINS_PATCH):
                 raise asyncio.CancelledError() from err
             await self._after_failed_local_leg(request)
             if isinstance(err, ActivityError) and deadline_passed(err):

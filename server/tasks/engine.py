@@ -71,9 +71,8 @@ from fastmcp_temporal.workflows.models import (
     UndeclaredInput,
     WorkflowBody,
 )
-from fastmcp_temporal.workflows.task_workflow import (
-    MEMO_KEY,
-)
+from fastmcp_temporal.workflows.patches import PATCH_LEVEL
+from fastmcp_temporal.workflows.task_workflow import MEMO_KEY
 
 #: Temporal rejects payloads of 2 MB or more: the ceiling without external storage.
 INLINE_LIMIT_BYTES = 1_900_000
@@ -206,6 +205,8 @@ class TaskEngine:
             request_state=request_state,
             body=body,
             max_payload_bytes=self.max_payload_bytes,
+            # New tasks record no marker for a patch this release folded in.
+            patch_level=PATCH_LEVEL,
         )
         self._check_payload_size(start, arguments, "arguments", "The tool arguments are")
         initial = TaskView(

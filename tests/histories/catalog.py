@@ -1,7 +1,7 @@
 """Every declared path of every code generation: what the recorder writes and the gate expects.
 
 Generation 1 (``paths.FIRST_GENERATION``) sits at the top of ``tests/histories``;
-each later generation in its own folder (``v2/`` to ``v6/``), so a file's path says which
+each later generation in its own folder (``v2/`` to ``v7/``), so a file's path says which
 workflow code recorded it (see CONTRIBUTING.md, "Recording histories").
 """
 
@@ -15,6 +15,7 @@ from tests.histories.paths_v3 import THIRD_GENERATION
 from tests.histories.paths_v4 import FOURTH_GENERATION
 from tests.histories.paths_v5 import FIFTH_GENERATION
 from tests.histories.paths_v6 import SIXTH_GENERATION
+from tests.histories.paths_v7 import SEVENTH_GENERATION
 
 PATHS: tuple[TaskPath, ...] = (
     FIRST_GENERATION
@@ -23,6 +24,7 @@ PATHS: tuple[TaskPath, ...] = (
     + FOURTH_GENERATION
     + FIFTH_GENERATION
     + SIXTH_GENERATION
+    + SEVENTH_GENERATION
 )
 #: The workflow tools' classes, which replaying their ``.body`` histories needs.
 WORKFLOW_TOOL_CLASSES: tuple[type, ...] = (AskingAgent, FailingAgent)
