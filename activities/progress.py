@@ -25,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
 
 from fastmcp_temporal import _compat
-from fastmcp_temporal.activities import leg_hints
+from fastmcp_temporal.activities.leg_news import News
 from fastmcp_temporal.activities.task_context import current_leg_progress
 from fastmcp_temporal.workflows.models import (
     LOCAL_LEG_PROGRESS_SIGNAL,
@@ -120,12 +121,13 @@ class LegProgress:
         *,
         heartbeats: bool = True,
         signals: ProgressSignals | None = None,
-        workflow_id: str | None = None,
+        tell: Callable[[News], None] | None = None,
     ) -> None:
-        """``workflow_id``: the leg's task, told of each report in-process (``leg_hints``)."""
+        """``tell``: the calls waiting on the leg's task in this process (``leg_news``)
+        hear each report, and each log line of its ``TaskContext``."""
         self._heartbeats = heartbeats
         self.signals = signals
-        self.workflow_id = workflow_id
+        self.tell = tell
         self._current: float | None = None
         self._total: float | None = None
         self._message: str | None = None
@@ -189,8 +191,8 @@ class LegProgress:
         self._beat()
 
     def _beat(self) -> None:
-        if self.workflow_id is not None and (report := self.last_report()) is not None:
-            leg_hints.reported(self.workflow_id, report)
+        if self.tell is not None and (report := self.last_report()) is not None:
+            self.tell(report)
         if self._heartbeats:
             activity.heartbeat(self.details())
         elif self.signals is not None:

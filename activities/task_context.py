@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 from fastmcp.server.context import Context
 
 from fastmcp_temporal import _compat
-from fastmcp_temporal.activities import leg_hints
-from fastmcp_temporal.activities.leg_hints import LogLine
+from fastmcp_temporal.activities.leg_news import LogLine
 from fastmcp_temporal.workflows.models import CallerSnapshot
 
 if TYPE_CHECKING:
@@ -109,13 +108,13 @@ class TaskContext(Context):
         """Log from a task, written server-side, gated as FastMCP gates background work.
 
         A synchronous call waiting in this process for the task relays the line to
-        its client, as the inline call would have sent it (``leg_hints``).
+        its client, as the inline call would have sent it (``leg_news``).
         """
         level = level or "info"
         if _LEVEL_SEVERITY.get(level, 1) < _LEVEL_SEVERITY.get(self._minimum_log_level(), 0):
             return
-        if (workflow_id := self._progress.workflow_id) is not None:
-            leg_hints.logged(workflow_id, LogLine(message, level, logger_name, extra))
+        if (tell := self._progress.tell) is not None:
+            tell(LogLine(message, level, logger_name, extra))
         _logger.log(
             _PYTHON_LEVEL.get(level, logging.INFO),
             "task %s%s: %s",

@@ -18,6 +18,7 @@ worker that drains hands its running legs back at once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,8 +45,8 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from fastmcp_temporal import _compat
-from fastmcp_temporal.activities import leg_hints
 from fastmcp_temporal.activities.input_capabilities import missing_capability_error, undeclared
+from fastmcp_temporal.activities.leg_news import LegBegan, LegEnded, LegNews
 from fastmcp_temporal.activities.progress import LegProgress, ProgressSignals
 from fastmcp_temporal.activities.steps import StepCheckpoint
 from fastmcp_temporal.activities.stored_result import stored_if_big
@@ -92,11 +93,14 @@ class ToolLegActivity:
         heartbeat_interval_s: float = 1.0,
         max_result_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         open_caller: CallerOpener | None = None,
+        news: LegNews | None = None,
     ) -> None:
         """``open_caller``: gives a caller sealed by the front end its token and headers
         back (``server.core.credentials``); without one, a sealed caller's leg is
-        handed back for a worker that has it."""
+        handed back for a worker that has it. ``news``: where a leg tells the calls
+        waiting on its task in this process what it does (a front end's own worker)."""
         self._server = server
+        self._news = news
         self._heartbeat_interval_s = heartbeat_interval_s
         self._max_result_bytes = max_result_bytes
         self._open_caller = open_caller or _unsealed_only
@@ -110,13 +114,15 @@ class ToolLegActivity:
             if info.is_local and request.progress_signals
             else None
         )
-        progress = LegProgress(
-            heartbeats=not info.is_local, signals=signals, workflow_id=info.workflow_id
-        )
-        leg_hints.started(info.workflow_id)
+        tell = functools.partial(self._news.tell, info.workflow_id) if self._news else None
+        progress = LegProgress(heartbeats=not info.is_local, signals=signals, tell=tell)
+        if tell is not None:
+            tell(LegBegan())
         heartbeats = asyncio.create_task(progress.heartbeat_forever(self._heartbeat_interval_s))
+        asking = False
         try:
             outcome = await self._run(request, progress)
+            asking = outcome.kind == "input_required" and bool(outcome.input_requests)
             if signals is not None and (acknowledged := await signals.close()):
                 outcome = outcome.model_copy(
                     update={"progress_leg": signals.leg, "progress_signals": acknowledged}
@@ -140,6 +146,8 @@ class ToolLegActivity:
             heartbeats.cancel()
             if signals is not None:
                 signals.abandon()
+            if tell is not None:
+                tell(LegEnded(asking=asking))
 
     async def _run(self, request: LegRequest, progress: LegProgress) -> LegOutcome:
         component, owner, local_name = await self._resolve(request)

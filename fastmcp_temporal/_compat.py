@@ -324,6 +324,8 @@ __all__ = [
     "route_progress_dependency",
     "server_lifespan",
     "session_log_level",
+    "stop_accepting",
+    "uvicorn_server_of",
     "validate_tool_input",
     "workflow_run_signature",
 ]
@@ -371,3 +373,36 @@ def serve_listen(server: FastMCP, handler: Any) -> None:
 
     low_level.get_capabilities = get_capabilities  # type: ignore[method-assign]
     low_level._fastmcp_temporal_honest_capabilities = True  # type: ignore[attr-defined]
+
+
+# -- uvicorn: drain before its graceful shutdown -----------------------------
+
+
+# Why: uvicorn gives no hook between SIGTERM and its graceful shutdown, whose
+# timeout (FastMCP sets 2 s) cancels the requests still open: every durable plain
+# call waiting then would be cut. So a front end takes SIGTERM from the handler
+# uvicorn installs while it serves (``Server.handle_exit``, bound to the server),
+# closes its listening sockets and idle connections as ``Server.shutdown`` would
+# first do (``servers``, ``server_state.connections``, each connection's
+# ``shutdown()``), drains, and only then calls that handler
+# (``server.extension.drain``). Delete when uvicorn or FastMCP offers a callback
+# before the graceful shutdown's grace begins.
+def uvicorn_server_of(handler: Callable[..., Any]) -> Any | None:
+    """The uvicorn ``Server`` whose SIGTERM handler ``handler`` is, else ``None``."""
+    try:
+        from uvicorn import Server
+    except ImportError:  # uvicorn is FastMCP's dependency; a front end without it serves stdio
+        return None
+    server = getattr(handler, "__self__", None)
+    if isinstance(server, Server) and getattr(handler, "__func__", None) is Server.handle_exit:
+        return server
+    return None
+
+
+def stop_accepting(server: Any) -> None:
+    """What uvicorn's shutdown does first: stop listening, close idle keep-alive connections
+    (a busy one closes once its response is sent)."""
+    for listener in server.servers:
+        listener.close()
+    for connection in list(server.server_state.connections):
+        connection.shutdown()

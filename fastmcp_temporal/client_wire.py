@@ -23,6 +23,10 @@ TaskStatus = Literal["working", "input_required", "completed", "failed", "cancel
 #: ``error.code`` of a ``tasks/*`` or ``tools/call`` that Temporal did not answer in
 #: time; ``error.data.retryable`` says whether asking again is safe.
 TEMPORAL_UNAVAILABLE = -32001
+#: ``error.code`` of a ``tools/call`` that a front end being stopped did not finish:
+#: a waiting call's task goes on (``error.data.taskId``; call again with the same
+#: ``Idempotency-Key`` for its result), or a new call was not taken (call again).
+SERVER_DRAINING = -32002
 #: Where a ``tools/call`` names its idempotency key (``server.protocol.idempotency``):
 #: the same key from the same caller answers with the task the first call created.
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"

@@ -90,7 +90,7 @@ async def test_sigterm_hands_the_running_leg_back_at_once(tmp_path: Path) -> Non
 
     Its running leg is handed back to Temporal with the worker's shutdown (the
     next worker runs it at once) instead of being found dead when its heartbeat
-    times out; the process exits as a SIGTERM'd process does (143).
+    times out; the process exits 0 (``server.extension.drain``).
     """
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -102,7 +102,7 @@ async def test_sigterm_hands_the_running_leg_back_at_once(tmp_path: Path) -> Non
             task = await call_tool_task(client, "record_and_wait", {"marker_dir": str(runs)})
         await eventually(lambda: len(list(runs.glob("run-*"))) == 1)
         server.send_signal(signal.SIGTERM)
-        assert await asyncio.to_thread(server.wait, 60) == 128 + signal.SIGTERM
+        assert await asyncio.to_thread(server.wait, 60) == 0
         server = spawn(*args)
         await _wait_for_http(url)
         async with Client(url) as client:

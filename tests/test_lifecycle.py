@@ -21,6 +21,7 @@ from fastmcp.exceptions import ToolError
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.worker import Worker
 
 from fastmcp_temporal import LegPolicy, McpTasksPlugin, TemporalTasks
@@ -330,22 +331,67 @@ async def test_racing_updates_start_the_next_leg_exactly_once(
 async def test_cancel_while_parked_and_later_updates_are_no_ops(
     temporal_tasks: Callable[..., TemporalTasks],
 ) -> None:
+    """``tasks/cancel`` of a parked task returns once every read shows it ``cancelled``:
+    the ``tasks/get`` right after it does, with no wait; an answer after it resumes nothing."""
     mcp = FastMCP("parked-cancel")
     mcp.add_extension(temporal_tasks())
+    runs: list[str] = []
 
     @mcp.tool(task=True)
     async def parked(ctx: Context) -> str:
+        runs.append("leg")
         return ask("q", "?") if not answers(ctx) else "answered"  # type: ignore[return-value]
 
     async with Client(mcp, elicitation_handler=declares_elicitation) as client:
-        task = await call_tool_task(client, "parked", {}, raise_on_error=False)
-        (key,) = (await task.wait(state="input_required", timeout=60)).input_requests
+        for _ in range(3):
+            task = await call_tool_task(client, "parked", {}, raise_on_error=False)
+            (key,) = (await task.wait(state="input_required", timeout=60)).input_requests
+            await task.cancel()
+            assert (await task.status()).status == "cancelled"
+            await update_task(
+                client.session,
+                task.task_id,
+                {key: {"action": "accept", "content": {"answer": "x"}}},
+            )
+            assert (await task.status()).status == "cancelled"
+            assert (await task.wait(timeout=60)).status == "cancelled"
+    assert runs == ["leg"] * 3  # no answer ran a second leg
+
+
+async def test_a_parked_task_cancelled_with_no_worker_up_reads_cancelled_and_ends_so(
+    temporal_tasks: Callable[..., TemporalTasks],
+    temporal_client: TemporalClient,
+    task_queue: str,
+) -> None:
+    """With no worker to apply it, the cancellation is read from Temporal's records: the
+    task is ``cancelled`` for every read at once, an answer is ignored, and the next
+    worker ends it so without running its body again."""
+    mcp = FastMCP("front-end")
+    mcp.add_extension(temporal_tasks(run_worker=False))
+    runs: list[str] = []
+
+    @mcp.tool(task=True)
+    async def job(ctx: Context) -> str:
+        runs.append("leg")
+        return ask("ok", "OK?") if not answers(ctx) else "finished"  # type: ignore[return-value]
+
+    async with Client(mcp, elicitation_handler=declares_elicitation) as client:
+        task = await call_tool_task(client, "job", {}, raise_on_error=False)
+        async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
+            (key,) = (await task.wait(state="input_required", timeout=60)).input_requests
         await task.cancel()
-        assert (await task.wait(timeout=60)).status == "cancelled"
+        assert (await task.status()).status == "cancelled"
         await update_task(
-            client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "x"}}}
+            client.session, task.task_id, {key: {"action": "accept", "content": {"answer": "y"}}}
         )
         assert (await task.status()).status == "cancelled"
+        handle = temporal_client.get_workflow_handle(workflow_id_for(task.task_id, None))
+        async with Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(mcp)]):
+            async with asyncio.timeout(60):
+                while (await handle.describe()).status != WorkflowExecutionStatus.CANCELED:
+                    await asyncio.sleep(0.1)
+        assert (await task.status()).status == "cancelled"
+    assert runs == ["leg"]
 
 
 async def test_tasks_are_readable_and_answerable_with_no_worker_up(

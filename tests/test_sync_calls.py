@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import mcp_types
 import pytest
-from fastmcp import Client, Context, FastMCP
-from fastmcp.client.logging import LogMessage
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
@@ -29,41 +28,15 @@ from pydantic import BaseModel
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.activities import leg_hints
 from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_META
-from fastmcp_temporal.server.protocol import sync_calls
 from fastmcp_temporal.server.tasks.starter import ToolOptions
+from tests.plain_calls import MODES, PlainClient, count_workflows, wire, workflows
 from tests.ports import run_server_async
 
 BuildTasks = Callable[..., TemporalTasks]
 
 
-class PlainClient(Client):  # type: ignore[type-arg]
-    """A FastMCP ``Client`` that declares no tasks extension, as hosts' clients do.
-
-    The suite makes every ``Client`` declare it (``tests/conftest.py``); FastMCP's
-    own ``ProxyClient`` turns that off the same way.
-    """
-
-    _auto_internal_extensions = False
-
-
-MODES = ["legacy", "auto"]  # 2025-11-25 and 2026-07-28
-#: ``(progress, total, message)`` of each ``notifications/progress``, as received.
-Progress = list[tuple[float, float | None, str | None]]
-ProgressHandler = Callable[[float, float | None, str | None], Awaitable[None]]
-TWINS = (
-    "report",
-    "fails",
-    "crashes",
-    "refuses",
-    "steps",
-    "short_steps",
-    "burst",
-    "activity_burst",
-    "chatty",
-    "short_chatty",
-)
+TWINS = ("report", "fails", "crashes", "refuses", "steps")
 
 
 class Report(BaseModel):
@@ -97,29 +70,6 @@ def tools(mcp: FastMCP, runs: list[str], suffix: str) -> None:
             await ctx.report_progress(step, count, f"step {step}")
             await asyncio.sleep(1.5)  # past the heartbeat throttle: each report is seen
         return "done"
-
-    # A short tool (a timeout under 30 s): its legs are local, its progress is signals.
-    mcp.tool(name=f"short_steps{suffix}", task=True, timeout=20)(steps)
-
-    async def chatty(ctx: Context) -> str:
-        await ctx.info("looking")
-        await ctx.report_progress(1, 2)
-        await ctx.warning("half way", logger_name="desk", extra={"shelf": 4})
-        await ctx.report_progress(2, 2)
-        await ctx.debug("found")
-        return "found"
-
-    mcp.tool(name=f"chatty{suffix}", task=True)(chatty)
-    mcp.tool(name=f"short_chatty{suffix}", task=True, timeout=20)(chatty)
-
-    async def burst(ctx: Context) -> str:
-        for step in range(1, 6):
-            await ctx.report_progress(step, 5, f"report {step}")
-        return "done"
-
-    mcp.tool(name=f"burst{suffix}", task=True, timeout=20)(burst)
-    # A default tool: its leg is an activity, which mostly runs in the front end's worker.
-    mcp.tool(name=f"activity_burst{suffix}", task=True)(burst)
 
 
 def build(extension: TemporalTasks, runs: list[str], **server: Any) -> FastMCP:
@@ -160,29 +110,6 @@ async def url(temporal_tasks: BuildTasks, runs: list[str]) -> AsyncIterator[str]
     served = build(extension(temporal_tasks), runs, mask_error_details=True)
     async with run_server_async(served) as server_url:
         yield server_url
-
-
-async def workflows(temporal_client: TemporalClient, task_queue: str) -> list[str]:
-    """The task workflows started on this test's queue so far (visibility is eventual)."""
-    query = f"TaskQueue = '{task_queue}'"
-    return [w.id async for w in temporal_client.list_workflows(query)]
-
-
-async def count_workflows(
-    temporal_client: TemporalClient, task_queue: str, expected: int, timeout: float = 10
-) -> int:
-    """How many workflows the queue has once it reached ``expected`` (or ``timeout`` passed)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        found = len(await workflows(temporal_client, task_queue))
-        if found >= expected or loop.time() > deadline:
-            return found
-        await asyncio.sleep(0.2)
-
-
-def wire(result: mcp_types.CallToolResult) -> dict[str, Any]:
-    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -282,204 +209,6 @@ async def test_a_task_tool_that_middleware_calls_runs_inline(
     assert result.structured_content == {"topic": "desk", "pages": 3}
     assert runs == ["report:inline", "report:task"]  # the middleware's call ran in the request
     assert await count_workflows(temporal_client, task_queue, 1) == 1  # the fence only
-
-
-@pytest.mark.parametrize("tool", ["steps", "short_steps"])
-@pytest.mark.parametrize("mode", MODES)
-async def test_progress_reaches_the_client_in_order(url: str, mode: str, tool: str) -> None:
-    for name in (tool, f"{tool}_inline"):
-        seen: list[tuple[float, float | None, str | None]] = []
-
-        async def on_progress(
-            progress: float,
-            total: float | None,
-            message: str | None,
-            seen: list[tuple[float, float | None, str | None]] = seen,
-        ) -> None:
-            seen.append((progress, total, message))
-
-        async with PlainClient(url, mode=mode, progress_handler=on_progress) as client:  # type: ignore[arg-type]
-            assert (await client.call_tool(name, {"count": 3})).data == "done"
-        assert seen == [(float(i), 3.0, f"step {i}") for i in (1, 2, 3)], name
-
-
-def progress_sink() -> tuple[Progress, ProgressHandler]:
-    """Where a client's ``progress_handler`` puts each report, as received."""
-    seen: Progress = []
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        seen.append((progress, total, message))
-
-    return seen, on_progress
-
-
-def count_full_waits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Task ids whose wait went past the close event alone (``sync_calls._until_answerable``)."""
-    full_waits: list[str] = []
-    original = sync_calls._until_answerable
-
-    async def counted(engine: Any, task_id: str, *args: Any, **kwargs: Any) -> Any:
-        full_waits.append(task_id)
-        return await original(engine, task_id, *args, **kwargs)
-
-    monkeypatch.setattr(sync_calls, "_until_answerable", counted)
-    return full_waits
-
-
-@pytest.mark.parametrize("mode", MODES)
-async def test_every_report_arrives_as_inline_while_the_wait_reads_once(
-    url: str, mode: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Legs that run where the call waits (eager start: a short tool's local legs, and a
-    default tool's activity leg, which eager activity dispatch hands to this worker) tell
-    it of each report in-process (``leg_hints``): the wait reads only the task's close
-    event, even with a ``progressToken`` (FastMCP's ``Client`` sends one on every call), and
-    every report arrives, none coalesced, as inline."""
-    full_waits = count_full_waits(monkeypatch)
-    monkeypatch.setattr(sync_calls, "LEG_HERE_WAIT_S", 60)  # a loaded machine's leg begins late
-    for name in ("burst", "activity_burst", "burst_inline", "activity_burst_inline"):
-        seen, on_progress = progress_sink()
-        async with PlainClient(url, mode=mode, progress_handler=on_progress) as client:
-            assert (await client.call_tool(name, {})).data == "done"
-        assert seen == [(float(i), 5.0, f"report {i}") for i in range(1, 6)], name
-    assert full_waits == []
-
-
-@pytest.mark.parametrize("tool", ["chatty", "short_chatty"])
-@pytest.mark.parametrize("mode", MODES)
-async def test_log_lines_reach_the_client_as_inline_in_order_with_progress(
-    url: str, mode: str, tool: str
-) -> None:
-    """A leg that runs in the front end's worker (here: both kinds) tells the waiting call
-    what it logs (``leg_hints``), which sends each line as the inline call does
-    (``notifications/message``: level, logger, data), in order with its progress."""
-    received: dict[str, list[tuple[Any, ...]]] = {}
-    for name in (tool, f"{tool}_inline"):
-        events: list[tuple[Any, ...]] = []
-
-        async def on_log(message: LogMessage, events: list[tuple[Any, ...]] = events) -> None:
-            events.append(("log", message.level, message.logger, message.data))
-
-        async def on_progress(
-            progress: float,
-            total: float | None,
-            message: str | None,
-            events: list[tuple[Any, ...]] = events,
-        ) -> None:
-            events.append(("progress", progress, total))
-
-        async with PlainClient(
-            url, mode=mode, log_handler=on_log, progress_handler=on_progress
-        ) as client:
-            assert (await client.call_tool(name, {})).data == "found"
-        received[name] = events
-    assert received[tool] == received[f"{tool}_inline"]
-    assert [event[0] for event in received[tool]] == ["log", "progress", "log", "progress", "log"]
-    assert received[tool][2] == (
-        "log",
-        "warning",
-        "desk",
-        {"msg": "half way", "extra": {"shelf": 4}},
-    )
-
-
-async def test_an_activity_leg_not_seen_to_begin_here_leaves_its_progress_to_the_full_wait(
-    url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Any worker of the queue may run a default tool's leg: one that does not begin in
-    the front end's worker within ``LEG_HERE_WAIT_S`` reports where only the full wait
-    reads (its heartbeat), so the wait becomes the full wait; the reports still arrive."""
-    full_waits = count_full_waits(monkeypatch)
-    seen, on_progress = progress_sink()
-    async with PlainClient(url, progress_handler=on_progress) as client:
-        monkeypatch.setattr(sync_calls, "LEG_HERE_WAIT_S", 60)  # a loaded machine's leg begins late
-        assert (await client.call_tool("steps", {"count": 1})).data == "done"
-        assert full_waits == []  # its leg began here
-        monkeypatch.setattr(sync_calls, "LEG_HERE_WAIT_S", 0.2)
-        monkeypatch.setattr(leg_hints, "started", lambda workflow_id: None)  # as if elsewhere
-        assert (await client.call_tool("steps", {"count": 1})).data == "done"
-    assert len(full_waits) == 1
-    assert seen == [(1.0, 1.0, "step 1")] * 2
-
-
-@pytest.mark.parametrize("tool", ["chatty", "short_chatty"])
-async def test_a_call_that_hears_of_its_task_after_the_leg_ran_still_gets_its_lines(
-    url: str,
-    tool: str,
-    temporal_client: TemporalClient,
-    task_queue: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The start's answer hands the call its task and the worker the task's first workflow
-    task; nothing orders the two. Here the call hears of its task only once the task has
-    ended: the leg's lines and reports still reach it, in order, as inline."""
-    create_task = sync_calls.create_task
-
-    async def late(*args: Any, **kwargs: Any) -> Any:
-        created = await create_task(*args, **kwargs)
-        closed = f"TaskQueue = '{task_queue}' AND ExecutionStatus = 'Completed'"
-        while not [w async for w in temporal_client.list_workflows(closed)]:
-            await asyncio.sleep(0.05)
-        return created
-
-    monkeypatch.setattr(sync_calls, "create_task", late)
-    events: list[tuple[Any, ...]] = []
-
-    async def on_log(message: LogMessage) -> None:
-        events.append(("log", message.level, message.logger, message.data))
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        events.append(("progress", progress, total))
-
-    async with PlainClient(url, log_handler=on_log, progress_handler=on_progress) as client:
-        assert (await client.call_tool(tool, {})).data == "found"
-    assert [event[0] for event in events] == ["log", "progress", "log", "progress", "log"]
-
-
-@pytest.mark.parametrize("hints", [True, False], ids=["hints", "no-hints"])
-async def test_past_the_bound_progress_comes_from_the_history_in_order_and_once(
-    url: str, hints: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A short task still running after ``END_HERE_WAIT_S`` is waited for as before: its
-    progress then comes from the history, after what the hints relayed and never again.
-    Without hints (its leg ran on another worker) every report still arrives, later."""
-    full_waits = count_full_waits(monkeypatch)
-    monkeypatch.setattr(sync_calls, "END_HERE_WAIT_S", 0.5)
-    if not hints:
-        monkeypatch.setattr(leg_hints, "reported", lambda workflow_id, report: None)
-    seen, on_progress = progress_sink()
-    async with PlainClient(url, progress_handler=on_progress) as client:
-        assert (await client.call_tool("short_steps", {"count": 3})).data == "done"
-    assert seen == [(float(i), 3.0, f"step {i}") for i in (1, 2, 3)]
-    assert len(full_waits) == 1
-
-
-@pytest.mark.parametrize("short", [True, False], ids=["local-leg", "activity-leg"])
-async def test_a_report_made_just_before_returning_reaches_the_client(
-    temporal_tasks: BuildTasks, short: bool
-) -> None:
-    mcp = FastMCP("last-report")
-    mcp.add_extension(temporal_tasks())
-
-    @mcp.tool(task=True, timeout=20 if short else None)
-    async def finish(ctx: Context) -> str:
-        await ctx.report_progress(1, 1, "done")
-        return "done"
-
-    received: list[list[float]] = []
-    async with run_server_async(mcp) as served:
-        for _ in range(5):
-            seen: list[float] = []
-
-            async def on_progress(
-                progress: float, total: float | None, message: str | None, seen: list[float] = seen
-            ) -> None:
-                seen.append(progress)
-
-            async with PlainClient(served, progress_handler=on_progress) as client:  # type: ignore[arg-type]
-                assert (await client.call_tool("finish", {})).data == "done"
-            received.append(seen)
-    assert received == [[1.0]] * 5  # inline, each call gets its one report
 
 
 async def test_the_server_wide_switch_turns_it_off(

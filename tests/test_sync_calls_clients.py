@@ -13,7 +13,8 @@ workflow ended with, which is what the same body answers inline (the twins of
 ``tests.test_sync_calls``, ``ToolOptions(durable_sync_calls=False)``); progress
 reaches the client in order; bad arguments answer what the inline twin answers and
 start nothing; on 2026-07-28 a tool that asks twice is two MRTR rounds of one task, also
-when the hint that its task parked (``park_hints``) never comes.
+when its legs run on another worker than the front end's (which then learns of the
+questions by reading the task).
 """
 
 from __future__ import annotations
@@ -30,14 +31,14 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
 
-from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal import McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.server.core.visibility import workflow_type
-from fastmcp_temporal.server.protocol import sync_calls
-from fastmcp_temporal.workflows import park_hints
+from fastmcp_temporal.testing import EmbeddedServer
 from tests import test_sync_calls, test_sync_calls_lifecycle
+from tests.plain_calls import count_workflows, wait_status, workflows
 from tests.ports import run_server_async
-from tests.test_sync_calls import count_workflows, workflows
 from tests.wire import RawMcp
 
 BuildTasks = Callable[..., TemporalTasks]
@@ -288,16 +289,26 @@ async def test_questions_are_mrtr_rounds_of_one_task(
     assert view["result"] == as_ended({"result": done})
 
 
-async def test_without_the_park_hint_the_wait_still_finds_questions_and_long_ends(
-    asking_url: str, legs: list[str], monkeypatch: pytest.MonkeyPatch
+async def test_questions_of_a_task_on_another_worker_reach_the_client(
+    temporal_tasks: BuildTasks,
+    temporal_server: EmbeddedServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    legs: list[str],
 ) -> None:
-    """A call without a ``progressToken`` whose task runs here waits on the task's close
-    event alone until the task parks (``park_hints``) or ``END_HERE_WAIT_S`` passes. Where
-    no hint comes (the task parked on another worker), the full wait takes over after that
-    bound: the questions arrive, and a task that runs past it answers."""
-    monkeypatch.setattr(park_hints, "parked", lambda workflow_id: None)
-    monkeypatch.setattr(sync_calls, "END_HERE_WAIT_S", 0.5)
-    async with connect("raw-json-rpc", asking_url) as caller:
+    """A front end without a worker hears nothing of its tasks in-process: it learns that
+    one parked by reading it while the call waits (at most once a second). The questions
+    arrive as MRTR rounds of one task, and a task that runs a while answers."""
+    front = test_sync_calls_lifecycle.build(temporal_tasks(run_worker=False), legs)
+    plugin = McpTasksPlugin(
+        test_sync_calls_lifecycle.build(temporal_tasks(), legs),
+        credentials_key_dir=temporal_server.data_dir,
+    )
+    async with (
+        Worker(temporal_client, task_queue=task_queue, plugins=[plugin]),
+        run_server_async(front) as served,
+        connect("raw-json-rpc", served) as caller,
+    ):
         done = (await caller.call("interview", {}))["result"]
         for name in ("Ada", "Rex"):
             assert done["resultType"] == "input_required", done
@@ -321,8 +332,8 @@ async def test_notifications_cancelled_cancels_a_call_without_a_progress_token(
     the SDK sends ``notifications/cancelled``)."""
     async with connect(f"sdk-session-{HANDSHAKE}", asking_url) as caller:
         call = asyncio.create_task(caller.call("nap", {"seconds": 60}))
-        await test_sync_calls_lifecycle.wait_status(temporal_client, task_queue, "working")
+        await wait_status(temporal_client, task_queue, "working")
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
-    await test_sync_calls_lifecycle.wait_status(temporal_client, task_queue, "cancelled")
+    await wait_status(temporal_client, task_queue, "cancelled")

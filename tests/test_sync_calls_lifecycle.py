@@ -27,13 +27,10 @@ from fastmcp import Context, FastMCP
 from fastmcp.client.logging import LogMessage
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
-from temporalio.client import WorkflowExecutionStatus
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server.core.visibility import workflow_type
-from fastmcp_temporal.workflows.task_workflow import MEMO_KEY
+from tests.plain_calls import PlainClient, task_status, wait_status, workflows
 from tests.ports import run_server_async
-from tests.test_sync_calls import PlainClient, workflows
 from tests.wire import RawMcp
 
 BuildTasks = Callable[..., TemporalTasks]
@@ -93,23 +90,6 @@ def legs() -> list[str]:
 async def url(temporal_tasks: BuildTasks, legs: list[str]) -> AsyncIterator[str]:
     async with run_server_async(build(temporal_tasks(), legs)) as server_url:
         yield server_url
-
-
-async def task_status(
-    temporal_client: TemporalClient, task_queue: str, tool: str | None = None
-) -> str | None:
-    """The status the one task (of ``tool``) on this queue last recorded (``None``: none yet)."""
-    query = f"TaskQueue = '{task_queue}'"
-    if tool is not None:
-        query += f" AND WorkflowType = '{workflow_type(tool)}'"
-    found = [w.id async for w in temporal_client.list_workflows(query)]
-    if not found:
-        return None
-    (workflow_id,) = found
-    description = await temporal_client.get_workflow_handle(workflow_id).describe()
-    if description.status == WorkflowExecutionStatus.CANCELED:
-        return "cancelled"  # a cancelled task's memo keeps its last state (task_workflow._touch)
-    return (await description.memo())[MEMO_KEY]["status"]
 
 
 async def test_notifications_cancelled_cancels_the_task(
@@ -173,20 +153,6 @@ async def test_a_dropped_stream_on_the_handshake_wire_leaves_the_task_running(
         await asyncio.sleep(1)
         assert await task_status(temporal_client, task_queue) == "working"
     await wait_status(temporal_client, task_queue, "completed", timeout=30)
-
-
-async def wait_status(
-    temporal_client: TemporalClient,
-    task_queue: str,
-    status: str,
-    timeout: float = 15,
-    tool: str | None = None,
-) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while (seen := await task_status(temporal_client, task_queue, tool)) != status:
-        assert loop.time() < deadline, f"the task is {seen}, not {status}"
-        await asyncio.sleep(0.1)
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

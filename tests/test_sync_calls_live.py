@@ -33,9 +33,15 @@ from temporalio.client import Client as TemporalClient
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.protocol.live_request import needs_live_request
 from fastmcp_temporal.server.tasks.starter import ToolOptions
+from tests.plain_calls import (
+    MODES,
+    PlainClient,
+    count_workflows,
+    task_status,
+    wait_status,
+    wire,
+)
 from tests.ports import run_server_async
-from tests.test_sync_calls import MODES, PlainClient, count_workflows, wire
-from tests.test_sync_calls_lifecycle import task_status, wait_status
 
 BuildTasks = Callable[..., TemporalTasks]
 

@@ -28,9 +28,9 @@ from temporalio.client import Client as TemporalClient
 from fastmcp_temporal import TemporalTasks
 from tests.helpers import needs_peer
 from tests.parity import Extension, side_by_side
+from tests.plain_calls import MODES, PlainClient, count_workflows, wire
 from tests.ports import run_server_async
 from tests.test_result_parity import ERRORS, RETURNS, Case
-from tests.test_sync_calls import MODES, PlainClient, count_workflows, wire
 
 pytestmark = [
     needs_peer,

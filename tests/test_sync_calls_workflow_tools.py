@@ -21,9 +21,9 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks, workflow_tool
+from tests.plain_calls import MODES, PlainClient, count_workflows
 from tests.ports import run_server_async
 from tests.processes.agent_workflows import GreeterAgent, logged_step
-from tests.test_sync_calls import MODES, PlainClient, count_workflows
 
 BuildTasks = Callable[..., TemporalTasks]
 

@@ -25,8 +25,7 @@ spends (``bench/results/durable_sync.md``). This code is ours and kept
 deterministic by review and by the replay gate (``tests/test_replay.py``): it
 reads time only through ``workflow.now()``, mints ids from the round number,
 does no I/O, imports only at module level, and keeps no mutable state outside
-its instance (it only tells ``park_hints``, outside any history, that it
-parked). Running unsandboxed changes no command and no history, so every
+its instance. Running unsandboxed changes no command and no history, so every
 recorded history replays as before. Users' workflow tools (the child the task
 runs, ``body_workflow``) keep their own ``@workflow.defn``, sandboxed by default.
 """
@@ -48,7 +47,6 @@ from temporalio.exceptions import (
 )
 from temporalio.exceptions import TimeoutError as LegTimeoutError
 
-from fastmcp_temporal.workflows import park_hints
 from fastmcp_temporal.workflows.body_workflow import WorkflowBodyRunner
 from fastmcp_temporal.workflows.leg_retry import (
     deadline_passed,
@@ -368,8 +366,6 @@ class _TaskMachine(WorkflowBodyRunner, LocalLegRunner):
         self._status = status
         if changed and self._start.search_attributes:
             workflow.upsert_search_attributes([TASK_STATUS_ATTRIBUTE.value_set(status)])
-        if changed and status == "input_required" and not workflow.unsafe.is_replaying():
-            park_hints.parked(workflow.info().workflow_id)  # no command: a hint (park_hints)
         if status != "working":
             workflow.set_current_details(self._details())
         self._touch()

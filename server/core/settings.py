@@ -38,6 +38,14 @@ DEFAULT_PAYLOAD_THRESHOLD = 256 * 1024
 DEFAULT_EMBEDDED_LINGER_S = 3.0
 #: The bound on each Temporal call of a ``tasks/*`` request (``server.protocol.temporal_busy``).
 DEFAULT_QUERY_TIMEOUT_S = 2.0
+#: A waiting plain call's client hears at least this often (``server.protocol.call_waits``):
+#: well under the hosts' idle limits (Claude Code aborts a tool silent for 300 s).
+DEFAULT_KEEPALIVE_S = 15.0
+#: What the waiting calls of one front end may ask Temporal, in reads a second.
+DEFAULT_WAIT_READS_PER_SECOND = 50
+#: How long a front end being stopped lets its waiting calls finish: Kubernetes'
+#: default ``terminationGracePeriodSeconds``.
+DEFAULT_DRAIN_GRACE_S = 30.0
 
 
 class TemporalTasksSettings(BaseSettings):
@@ -153,6 +161,38 @@ class TemporalTasksSettings(BaseSettings):
             "`TemporalTasks(query_timeout=...)` overrides it.",
         ),
     ] = DEFAULT_QUERY_TIMEOUT_S
+    keepalive_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="While a plain `tools/call` waits for its task and its client sent a "
+            "`progressToken`, the client hears a progress notification at least this often "
+            "(seconds), saying what the task does, even when its body reports nothing or its "
+            "worker is being replaced: hosts that abort a silent tool (Claude Code after 300 s) "
+            "keep waiting. `TemporalTasks(keepalive_s=...)` overrides it.",
+        ),
+    ] = DEFAULT_KEEPALIVE_S
+    wait_reads_per_second: Annotated[
+        int,
+        Field(
+            gt=0,
+            description="The most Temporal reads a second this front end makes for its "
+            "waiting plain calls (a task parked by another worker, the progress of a leg "
+            "another worker runs): each is read at most once a second, and in a crowd less "
+            "often. `TemporalTasks(wait_reads_per_second=...)` overrides it.",
+        ),
+    ] = DEFAULT_WAIT_READS_PER_SECOND
+    drain_grace_s: Annotated[
+        float,
+        Field(
+            ge=0,
+            description="On SIGTERM an HTTP front end takes no new waiting calls and gives "
+            "those that wait this long (seconds) to end; it then answers each one left with "
+            "`-32002` (its task goes on; a retry with the same `Idempotency-Key` gets the "
+            "result) and exits 0. Keep it below Kubernetes' `terminationGracePeriodSeconds` "
+            "minus the preStop sleep. `TemporalTasks(drain_grace_s=...)` overrides it.",
+        ),
+    ] = DEFAULT_DRAIN_GRACE_S
     codec_token: Annotated[
         SecretStr | None,
         Field(

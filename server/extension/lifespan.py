@@ -30,6 +30,7 @@ from temporalio.service import ServiceClient
 from temporalio.worker import Plugin as WorkerPlugin
 
 from fastmcp_temporal import _compat
+from fastmcp_temporal.activities.leg_news import LegNews
 from fastmcp_temporal.activities.progress import (
     install_progress_bridge,
     uninstall_progress_bridge,
@@ -40,6 +41,7 @@ from fastmcp_temporal.server.core.credentials import resolve_policy
 from fastmcp_temporal.server.core.settings import load_settings
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.extension import startup_line
+from fastmcp_temporal.server.extension.drain import SigtermDrain, exits_cleanly
 from fastmcp_temporal.server.extension.options import ExtensionOptions
 from fastmcp_temporal.server.payloads.payload_store import (
     PayloadStoreSettings,
@@ -47,12 +49,12 @@ from fastmcp_temporal.server.payloads.payload_store import (
 )
 from fastmcp_temporal.server.payloads.payload_sweep import sweeping
 from fastmcp_temporal.server.protocol import wire_production
+from fastmcp_temporal.server.protocol.call_waits import WaitingCalls
 from fastmcp_temporal.server.protocol.listen import TaskListenHandler
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.fairness import Fairness
 from fastmcp_temporal.server.temporal import connection, telemetry
 from fastmcp_temporal.server.temporal.in_process_worker import InProcessWorkers
-from fastmcp_temporal.server.temporal.sigterm import sigterm_unwinds
 
 #: Connections released by a lifespan but not yet collected (see ``release_own_connection``).
 _released_connections: weakref.WeakSet[ServiceClient] = weakref.WeakSet()
@@ -74,6 +76,8 @@ class Live:
     """What the extension reads while its lifespan runs; empty before and after."""
 
     engine: TaskEngine | None = None
+    #: The durable plain calls waiting here (``call_waits``).
+    waits: WaitingCalls | None = None
     #: The embedded Temporal in use (started or joined); ``None`` for a configured one.
     dev_server: EmbeddedServer | None = None
     #: The connection this lifespan opened itself (not a client it was given), weakly.
@@ -100,6 +104,11 @@ class Live:
         if self.engine is None:
             raise MCPError(code=-32603, message="The Temporal tasks extension is not running")
         return self.engine
+
+    def running_waits(self) -> WaitingCalls:
+        if self.waits is None:
+            raise MCPError(code=-32603, message="The Temporal tasks extension is not running")
+        return self.waits
 
 
 @contextlib.asynccontextmanager
@@ -175,8 +184,20 @@ async def running(
         _compat.serve_listen(server, TaskListenHandler(live.running_engine))
         install_progress_bridge()
         stack.callback(uninstall_progress_bridge)
+        # SIGTERM unwinds this lifespan and exits 0; an HTTP server drains its waits first.
+        stack.enter_context(exits_cleanly())
+        drain = SigtermDrain(options.drain_grace_s)
+        # A worker here tells the calls waiting here what its legs do.
+        leg_news = LegNews() if options.run_worker else None
+        live.waits = waits = WaitingCalls(
+            live.engine,
+            leg_news,
+            keepalive_s=options.keepalive_s,
+            reads_per_second=options.wait_reads_per_second,
+            on_wait=lambda: drain.arm(waits),
+        )
+        await stack.enter_async_context(waits.running())
         if options.run_worker:
-            stack.enter_context(sigterm_unwinds())
             workers = await InProcessWorkers.for_server(
                 server,
                 client,
@@ -186,6 +207,7 @@ async def running(
                 plugins=plugins,
                 worker_options=options.worker_options,
                 credentials=credentials,
+                leg_news=leg_news,
             )
             await stack.enter_async_context(workers.new(task_queue))
             await stack.enter_async_context(sweeping(payloads, storage, client))
@@ -206,7 +228,7 @@ async def running(
         try:
             yield
         finally:
-            live.engine = None
+            live.engine = live.waits = None
 
 
 async def _connect(

@@ -70,6 +70,9 @@ class ExtensionOptions:
     metrics: metrics.MetricsEndpoint | None
     max_open_tasks_per_caller: int | None
     durable_sync_calls: bool
+    keepalive_s: float
+    wait_reads_per_second: int
+    drain_grace_s: float
 
     @classmethod
     def resolve(
@@ -109,6 +112,9 @@ class ExtensionOptions:
         metrics_host: str | None,
         max_open_tasks_per_caller: int | None,
         durable_sync_calls: bool | None,
+        keepalive_s: float | None,
+        wait_reads_per_second: int | None,
+        drain_grace_s: float | None,
     ) -> ExtensionOptions:
         """The arguments checked (``ValueError`` names the bad one), defaults filled in."""
         if ttl_ms <= 0:
@@ -123,6 +129,13 @@ class ExtensionOptions:
             )
         if max_open_tasks_per_caller is not None and max_open_tasks_per_caller <= 0:
             raise ValueError("max_open_tasks_per_caller must be positive")
+        if keepalive_s is not None and keepalive_s <= 0:
+            raise ValueError("keepalive_s must be positive")
+        if wait_reads_per_second is not None and wait_reads_per_second <= 0:
+            raise ValueError("wait_reads_per_second must be positive")
+        if drain_grace_s is not None and drain_grace_s < 0:
+            raise ValueError("drain_grace_s must not be negative")
+        settings = load_settings()
         if client_given and encryption_key is not None:
             raise ValueError(
                 "Pass encryption_key or client, not both: a client's data converter "
@@ -139,13 +152,13 @@ class ExtensionOptions:
             },
             task_queue=task_queue,
             ttl_ms=ttl_ms,
-            run_worker=load_settings().run_worker if run_worker is None else run_worker,
+            run_worker=settings.run_worker if run_worker is None else run_worker,
             tools=dict(tools or {}),
             tracing=tracing,
             data_dir=Path(data_dir) if data_dir is not None else None,
             ui=ui,
             query_timeout=(
-                timedelta(seconds=load_settings().query_timeout)
+                timedelta(seconds=settings.query_timeout)
                 if query_timeout is None
                 else query_timeout
             ),
@@ -168,10 +181,15 @@ class ExtensionOptions:
             metrics=endpoint,
             max_open_tasks_per_caller=max_open_tasks_per_caller,
             durable_sync_calls=(
-                load_settings().durable_sync_calls
-                if durable_sync_calls is None
-                else durable_sync_calls
+                settings.durable_sync_calls if durable_sync_calls is None else durable_sync_calls
             ),
+            keepalive_s=settings.keepalive_s if keepalive_s is None else keepalive_s,
+            wait_reads_per_second=(
+                settings.wait_reads_per_second
+                if wait_reads_per_second is None
+                else wait_reads_per_second
+            ),
+            drain_grace_s=settings.drain_grace_s if drain_grace_s is None else drain_grace_s,
         )
 
     def as_worker(

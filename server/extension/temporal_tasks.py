@@ -161,6 +161,18 @@ class TemporalTasks(ServerExtension):
             calls inline, as ``fastmcp-tasks`` does. Per tool:
             ``ToolOptions(durable_sync_calls=...)``. See
             ``fastmcp_temporal.server.protocol.sync_calls``.
+        keepalive_s: A waiting plain call whose client sent a ``progressToken``
+            hears from the server at least this often, even through a silent
+            body or a worker being replaced (default ``FASTMCP_TEMPORAL_KEEPALIVE_S``,
+            else 15 s). See ``fastmcp_temporal.server.protocol.call_waits``.
+        wait_reads_per_second: The most Temporal reads a second this front end
+            makes for its waiting plain calls, however many wait (default
+            ``FASTMCP_TEMPORAL_WAIT_READS_PER_SECOND``, else 50).
+        drain_grace_s: On SIGTERM, how long the waiting plain calls of an HTTP
+            front end get to end before each is answered ``-32002`` (its task goes
+            on); new ones are refused meanwhile (default
+            ``FASTMCP_TEMPORAL_DRAIN_GRACE_S``, else 30 s). See
+            ``fastmcp_temporal.server.extension.drain``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -203,6 +215,9 @@ class TemporalTasks(ServerExtension):
         max_open_tasks_per_caller: int | None = None,
         remote_servers: RemoteServers | None = None,
         durable_sync_calls: bool | None = None,
+        keepalive_s: float | None = None,
+        wait_reads_per_second: int | None = None,
+        drain_grace_s: float | None = None,
     ) -> None:
         self._options = ExtensionOptions.resolve(
             client_given=client is not None,
@@ -239,6 +254,9 @@ class TemporalTasks(ServerExtension):
             metrics_host=metrics_host,
             max_open_tasks_per_caller=max_open_tasks_per_caller,
             durable_sync_calls=durable_sync_calls,
+            keepalive_s=keepalive_s,
+            wait_reads_per_second=wait_reads_per_second,
+            drain_grace_s=drain_grace_s,
         )
         self._client = client
         self._plugins = tuple(plugins)
@@ -292,7 +310,7 @@ class TemporalTasks(ServerExtension):
     ) -> ToolCallOutcome:
         """Run this ``tools/call`` as a task, or pass it through (see ``routing``)."""
         return await routing.route_tool_call(
-            self.engine,
+            self._live.running_waits(),
             params,
             context,
             call_next,

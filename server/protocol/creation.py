@@ -162,11 +162,14 @@ async def create_task(
     context: Context,
     *,
     session_bound_keys: bool = True,
+    before_start: Callable[[str], None] | None = None,
 ) -> CreateTaskResult:
     """Validate, capture the caller, and start the task's workflow (past its guards).
 
     ``session_bound_keys=False`` (durable sync calls): an anonymous caller's
-    idempotency key does not belong to its session (``idempotency``)."""
+    idempotency key does not belong to its session (``idempotency``).
+    ``before_start``: told the task id just before its workflow is started (a waiting
+    call listens to its legs from then on)."""
     component = await registered_component(context.fastmcp, tool)
     validated = validate_arguments(component, arguments)
     body: WorkflowBody | None = None
@@ -177,17 +180,23 @@ async def create_task(
             task_queue=spec.task_queue,
         )
     caller = capture_caller(context, undeclared_input=engine.undeclared_input)
-    start = functools.partial(
-        engine.start,
-        scope=caller.scope,
-        tool_name=tool.name,
-        tool_version=tool.version,
-        arguments=arguments,
-        poll_interval_ms=int(tool.task_config.poll_interval.total_seconds() * 1000),
-        caller=caller,
-        body=body,
-        tool_timeout_s=component.timeout,
-    )
+
+    async def start(*, task_id: str, **guarded: Any) -> CreateTaskResult:
+        if before_start is not None:
+            before_start(task_id)
+        return await engine.start(
+            scope=caller.scope,
+            tool_name=tool.name,
+            tool_version=tool.version,
+            arguments=arguments,
+            poll_interval_ms=int(tool.task_config.poll_interval.total_seconds() * 1000),
+            caller=caller,
+            body=body,
+            tool_timeout_s=component.timeout,
+            task_id=task_id,
+            **guarded,
+        )
+
     # An idempotency key's existing task, else the caller's quota (``create_guards``).
     return await start_guarded(
         engine,

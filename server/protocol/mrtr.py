@@ -147,6 +147,13 @@ async def deliver(
     Anything forged, altered, expired, another caller's or another tool's is
     ``-32602`` and signals nothing.
     """
+    task_id = resumed_task(request_state, scope=scope, tool_name=tool_name)
+    await answer(engine, task_id, input_responses, scope=scope)
+    return task_id
+
+
+def resumed_task(request_state: str, *, scope: str | None, tool_name: str) -> str:
+    """The task ``request_state`` names, if it is this caller's for this tool (else ``-32602``)."""
     try:
         pending = PendingTask.model_validate_json(request_state.removeprefix(_STATE_PREFIX))
     except ValidationError:
@@ -157,12 +164,22 @@ async def deliver(
         or pending.expires_at < time.time()
     ):
         raise invalid_params("Invalid requestState")
+    return pending.task_id
+
+
+async def answer(
+    engine: TaskEngine,
+    task_id: str,
+    input_responses: mcp_types.InputResponses | None,
+    *,
+    scope: str | None,
+) -> None:
+    """The client's answers to ``task_id``'s questions, as its ``tasks/update``."""
     responses: dict[str, Any] = {
         key: response.model_dump(by_alias=True, mode="json", exclude_none=True)
         for key, response in (input_responses or {}).items()
     }
-    await engine.update(pending.task_id, scope, responses)
-    return pending.task_id
+    await engine.update(task_id, scope, responses)
 
 
 def _task_now(view: GetTaskResult) -> CreateTaskResult:

@@ -28,9 +28,9 @@ from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.core.wire import missing_capability
 from fastmcp_temporal.server.protocol import mrtr, sync_calls
+from fastmcp_temporal.server.protocol.call_waits import WaitingCalls
 from fastmcp_temporal.server.protocol.creation import create_task
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
-from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.temporal.workflow_tools import spec_for
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ async def _is_workflow_tool(context: Context, tool: Tool) -> bool:
 
 
 async def route_tool_call(
-    engine: TaskEngine,
+    waits: WaitingCalls,
     params: mcp_types.CallToolRequestParams,
     context: Context,
     call_next: ToolCallContinuation,
@@ -83,6 +83,7 @@ async def route_tool_call(
     tool the client named is tasked: a tool that middleware or another tool
     calls runs inline.
     """
+    engine = waits.engine
     from_client = _compat.is_client_tool_call()
     version_spec = extract_version_spec(params.meta)
     version = VersionSpec(eq=version_spec) if version_spec else None
@@ -111,7 +112,7 @@ async def route_tool_call(
         if durable_sync_calls(tool.name) and await _is_workflow_tool(context, tool):
             # ``required`` only because it cannot run inline; a durable synchronous
             # call services it without a ``CreateTaskResult``, so R4 does not apply.
-            return await sync_calls.call_durably(engine, tool, params, context, call_next)
+            return await sync_calls.call_durably(waits, tool, params, context, call_next)
         raise missing_capability(
             f"Tool {tool.name!r} requires the tasks extension ({TASKS_EXTENSION_ID}); "
             "the client did not declare it for this request."
@@ -119,7 +120,7 @@ async def route_tool_call(
     if not opted_in:
         if not durable_sync_calls(tool.name):
             return await call_next()
-        return await sync_calls.call_durably(engine, tool, params, context, call_next)
+        return await sync_calls.call_durably(waits, tool, params, context, call_next)
     resumed = tool.name in mrtr_first_tools and mrtr.is_ours(context.request_state)
     measured = metrics.request("tools/call") if resumed else metrics.creating(tool.name)
     with measured, temporal_busy_as_error("tools/call"):

@@ -24,8 +24,9 @@ import json
 import re
 import secrets
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 import mcp_types
 from pydantic import TypeAdapter
@@ -52,9 +53,9 @@ from fastmcp_temporal.server.tasks import poll_interval
 from fastmcp_temporal.server.tasks.client_values import unstorable_field, validation_problems
 from fastmcp_temporal.server.tasks.pending_input import (
     StaleDescription,
-    unapplied_answers,
+    unapplied,
     until_recorded,
-    with_answers,
+    with_unapplied,
 )
 from fastmcp_temporal.server.tasks.quota import CallerQuota
 from fastmcp_temporal.server.tasks.starter import ToolOptions, WorkflowStarter
@@ -66,6 +67,7 @@ from fastmcp_temporal.workflows.models import (
     CallerSnapshot,
     InputDelivery,
     LegPolicy,
+    ProgressReport,
     TaskStart,
     TaskView,
     UndeclaredInput,
@@ -76,8 +78,6 @@ from fastmcp_temporal.workflows.task_workflow import MEMO_KEY
 
 #: Temporal rejects payloads of 2 MB or more: the ceiling without external storage.
 INLINE_LIMIT_BYTES = 1_900_000
-#: Where a task's legs run, seen from the front end that starts it (``where_legs_run``).
-LegPlacement = Literal["here", "mostly here", "elsewhere"]
 #: Re-reads when the workflow applies a change between ``describe`` and the history read.
 _STALE_RETRIES = 3
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
@@ -88,6 +88,14 @@ _RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
     ),
     "roots/list": TypeAdapter(mcp_types.ListRootsResult),
 }
+
+
+@dataclass(frozen=True)
+class TaskRead:
+    """One read of a task: ``tasks/get``'s answer, and its running leg's last report."""
+
+    task: GetTaskResult
+    report: ProgressReport | None = None
 
 
 def mint_task_id() -> str:
@@ -240,23 +248,6 @@ class TaskEngine:
         created._started_run_id = run_id
         return poll_interval.adapt(created, now=created_at)
 
-    def where_legs_run(self, tool_name: str, *, tool_timeout_s: float | None) -> LegPlacement:
-        """Where the legs of a task of this tool, started now, run.
-
-        ``"here"``: eager start hands the first workflow task to this process's
-        worker, and local legs run where their workflow task runs. ``"mostly
-        here"``: activity legs on the queue this process's worker polls; eager
-        activity dispatch (on in the embedded Temporal) hands the leg to the
-        worker that scheduled it when it has a free slot, but any worker of the
-        queue may run it. ``"elsewhere"``: no worker here, or the legs' own queue.
-        """
-        if not self.eager_start:
-            return "elsewhere"
-        policy = self.starter.leg_policy(tool_name, self.leg_policy, tool_timeout_s=tool_timeout_s)
-        if policy.local:
-            return "here"
-        return "mostly here" if policy.task_queue in (None, self.task_queue) else "elsewhere"
-
     def _check_payload_size(
         self, value: TaskStart | InputDelivery, client_part: Any, root: str, what: str
     ) -> None:
@@ -271,7 +262,12 @@ class TaskEngine:
     # -- tasks/get ------------------------------------------------------------
 
     async def get(self, task_id: str, scope: str | None) -> GetTaskResult:
-        """Answer ``tasks/get`` with one ``describe`` in the common case.
+        """Answer ``tasks/get`` (see ``read``)."""
+        return (await self.read(task_id, scope)).task
+
+    async def read(self, task_id: str, scope: str | None) -> TaskRead:
+        """``tasks/get``'s answer with one ``describe`` in the common case, and what
+        the running leg last reported (numbers included: ``notifications/progress``).
 
         The workflow writes its state to the memo at every state change, in the
         same workflow task that changes it, and the running leg's progress is in
@@ -292,23 +288,24 @@ class TaskEngine:
                 closed = await self.records.closed_view(
                     task_id, handle, description.status, description
                 )
-                return poll_interval.adapt(closed)
+                return TaskRead(poll_interval.adapt(closed))
             view = await self.records.memo_view(task_id, description)
             if view.status == "input_required" and description.has_pending_workflow_task:
                 try:
-                    answers = await unapplied_answers(self.client, description)
+                    changes = await unapplied(self.client, description)
                 except StaleDescription:
                     continue  # the workflow just applied a change: read again (then the memo)
-                view = with_answers(view, answers)
+                view = with_unapplied(view, changes)
             break
         if undeclared := await self.records.undeclared_input_message(view, description):
             # Says why nobody answers; it outranks a workflow tool's last progress line.
-            return poll_interval.adapt(GetTaskResult.from_view(view, undeclared))
+            return TaskRead(poll_interval.adapt(GetTaskResult.from_view(view, undeclared)))
         if view.status in ("working", "input_required") and (
             body := await self.records.progress(description)
         ):
-            return poll_interval.adapt(GetTaskResult.from_view(view, body.message, body.changed_at))
-        return poll_interval.adapt(GetTaskResult.from_view(view))
+            task = GetTaskResult.from_view(view, body.message, body.changed_at)
+            return TaskRead(poll_interval.adapt(task), body.report)
+        return TaskRead(poll_interval.adapt(GetTaskResult.from_view(view)))
 
     # -- tasks/update ---------------------------------------------------------
 
@@ -333,7 +330,7 @@ class TaskEngine:
             # signalled again. Besides history, it spares a local leg that runs in
             # that workflow task a signal racing its end (see workflows.local_legs).
             try:
-                view = with_answers(view, await unapplied_answers(self.client, description))
+                view = with_unapplied(view, await unapplied(self.client, description))
             except StaleDescription:
                 description = await self.records.describe(task_id, handle.id)
                 view = await self.records.memo_view(task_id, description)
@@ -375,7 +372,11 @@ class TaskEngine:
         Terminal states never change, so cancelling a finished task is an ack
         that does nothing (the conformance suite requires the ack); past its
         TTL the task does not exist for clients, as for ``tasks/get`` and
-        ``tasks/update``.
+        ``tasks/update``. A parked task is ``cancelled`` for every read once this
+        returns (``pending_input``), with or without a worker: nothing else
+        runs in it, so the request is sure to end it, and no later answer resumes it.
+        A running leg is asked to stop, which it does at its next heartbeat: such a
+        task reads ``working`` until it has (SEP-2663's cancellation is cooperative).
         """
         handle, description = await self._locate(task_id, scope)
         if description.status != WorkflowExecutionStatus.RUNNING:
@@ -389,6 +390,10 @@ class TaskEngine:
             if not workflow_not_found(err):
                 raise
             # Closed between describe and cancel: it just finished, and stays as it ended.
+            return
+        if (await self.records.memo_view(task_id, description)).status == "input_required":
+            # Readable once in the history (a buffered request is not yet).
+            await until_recorded(self.client, description, cancel=True)
 
     # -- shared ---------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""A parked task's answers that Temporal holds but the workflow has not applied yet.
+"""A parked task's answers (and cancellation) that Temporal holds but the workflow has not applied.
 
 ``tasks/update`` is a signal: durable in the workflow's history when the RPC
 returns, applied when a worker next runs the workflow. Until then the memo
@@ -13,21 +13,27 @@ Reading them is one short ``GetWorkflowExecutionHistoryReverse`` (newest
 events first, stopping at that boundary), with or without a worker, and no
 worker is disturbed. Applying them to the memo's view follows the workflow's
 own signal handler (``deliver_input``): answered keys leave the outstanding
-set; when none is left the task is ``working`` again.
+set; when none is left the task is ``working`` again. ``tasks/cancel`` of a
+parked task is read the same way: a cancellation request among those events
+makes it ``cancelled`` -- the workflow ends so when it applies it, whatever
+answer came with it, since nothing but the wait for answers runs then -- so a
+later answer finds no outstanding key and resumes nothing.
 
 One window that tail cannot show: a signal that arrives while a worker runs a
 workflow task of that workflow is *buffered* by Temporal -- durable, but held
 out of the history until that workflow task ends (completed, failed or timed
-out). Until then no read of any kind sees it, so ``tasks/update`` returns only
-once its answer is in the history (``until_recorded``): the next read after
-it, on any front end, shows the answer.
+out). Until then no read of any kind sees it, so ``tasks/update`` (and
+``tasks/cancel`` of a parked task) returns only once its signal (its request)
+is in the history (``until_recorded``): the next read after it, on any front
+end, shows it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from temporalio.api.common.v1 import WorkflowExecution
@@ -53,10 +59,16 @@ class StaleDescription(Exception):
     """The history moved past the ``describe`` it is compared with; describe again."""
 
 
-async def unapplied_answers(
-    client: Client, description: TaskDescription
-) -> list[tuple[datetime, InputDelivery]]:
-    """The ``mcp_input`` signals the workflow has not applied yet, in history order."""
+@dataclass(frozen=True)
+class Unapplied:
+    """What the workflow has not applied yet: answers in history order, and a cancellation."""
+
+    answers: list[tuple[datetime, InputDelivery]]
+    cancel_requested_at: datetime | None = None
+
+
+async def unapplied(client: Client, description: TaskDescription) -> Unapplied:
+    """The ``mcp_input`` signals and the cancellation request the workflow has not applied."""
     info = description.raw.workflow_execution_info
     request = GetWorkflowExecutionHistoryReverseRequest(
         namespace=client.namespace,
@@ -66,6 +78,7 @@ async def unapplied_answers(
         maximum_page_size=_PAGE_SIZE,
     )
     signals: list[HistoryEvent] = []
+    cancel_requested_at: datetime | None = None
     first_page = True
     while True:
         response = await client.workflow_service.get_workflow_execution_history_reverse(
@@ -78,20 +91,27 @@ async def unapplied_answers(
         first_page = False
         for event in events:
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-                return await _decode(client, reversed(signals))
+                return Unapplied(await _decode(client, reversed(signals)), cancel_requested_at)
             if _is_answer(event):
                 signals.append(event)
+            elif _is_cancel_request(event):
+                cancel_requested_at = event.event_time.ToDatetime(tzinfo=UTC)
         if not response.next_page_token:
-            return await _decode(client, reversed(signals))
+            return Unapplied(await _decode(client, reversed(signals)), cancel_requested_at)
         request.next_page_token = response.next_page_token
 
 
 async def until_recorded(
-    client: Client, description: TaskDescription, *, within: timedelta = RECORDED_WAIT
+    client: Client,
+    description: TaskDescription,
+    *,
+    cancel: bool = False,
+    within: timedelta = RECORDED_WAIT,
 ) -> None:
-    """Return once an ``mcp_input`` signal newer than ``description`` is in the history.
+    """Return once an ``mcp_input`` signal (``cancel``: a cancellation request) newer
+    than ``description`` is in the history.
 
-    Called right after signalling: the signal is durable either way, this only
+    Called right after signalling (cancelling): it is durable either way, this only
     makes it readable. One reverse read when it is there already (the common
     case); a buffered one is waited for with a long poll on the history, which
     Temporal answers when the workflow task holding it back ends. Past
@@ -102,11 +122,12 @@ async def until_recorded(
     execution = WorkflowExecution(
         workflow_id=info.execution.workflow_id, run_id=info.execution.run_id
     )
-    if await _signalled_since(client, execution, info.history_length):
+    wanted = _is_cancel_request if cancel else _is_answer
+    if await _recorded_since(client, execution, info.history_length, wanted):
         return
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(within.total_seconds()):
-            await _until_signalled(client, execution, info.history_length)
+            await _until_recorded(client, execution, info.history_length, wanted)
 
 
 def _is_answer(event: HistoryEvent) -> bool:
@@ -116,8 +137,17 @@ def _is_answer(event: HistoryEvent) -> bool:
     )
 
 
-async def _signalled_since(client: Client, execution: WorkflowExecution, since: int) -> bool:
-    """Whether the history holds an answer after event ``since`` (newest events first)."""
+def _is_cancel_request(event: HistoryEvent) -> bool:
+    return event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+
+
+async def _recorded_since(
+    client: Client,
+    execution: WorkflowExecution,
+    since: int,
+    wanted: Callable[[HistoryEvent], bool],
+) -> bool:
+    """Whether the history holds a ``wanted`` event after event ``since`` (newest first)."""
     request = GetWorkflowExecutionHistoryReverseRequest(
         namespace=client.namespace, execution=execution, maximum_page_size=_PAGE_SIZE
     )
@@ -128,21 +158,24 @@ async def _signalled_since(client: Client, execution: WorkflowExecution, since: 
         for event in response.history.events:
             if event.event_id <= since:
                 return False
-            if _is_answer(event):
+            if wanted(event):
                 return True
         if not response.next_page_token:
             return False
         request.next_page_token = response.next_page_token
 
 
-async def _until_signalled(client: Client, execution: WorkflowExecution, since: int) -> None:
-    """Follow the run's history (long polls at its end) until an answer after ``since`` is in it.
-
-    The events end when the run closes.
-    """
+async def _until_recorded(
+    client: Client,
+    execution: WorkflowExecution,
+    since: int,
+    wanted: Callable[[HistoryEvent], bool],
+) -> None:
+    """Follow the run's history (long polls at its end) until a ``wanted`` event after
+    ``since`` is in it. The events end when the run closes."""
     handle = client.get_workflow_handle(execution.workflow_id, run_id=execution.run_id)
     async for event in handle.fetch_history_events(wait_new_event=True, skip_archival=True):
-        if event.event_id > since and _is_answer(event):
+        if event.event_id > since and wanted(event):
             return
 
 
@@ -160,10 +193,20 @@ async def _decode(
     return deliveries
 
 
-def with_answers(view: TaskView, deliveries: list[tuple[datetime, InputDelivery]]) -> TaskView:
-    """``view`` as the workflow will show it once it applied ``deliveries``."""
+def with_unapplied(view: TaskView, changes: Unapplied) -> TaskView:
+    """``view`` as the workflow will show it once it applied ``changes``."""
     if view.status != "input_required":
         return view
+    if changes.cancel_requested_at is not None:
+        return view.model_copy(
+            update={
+                "status": "cancelled",
+                "status_message": None,
+                "input_requests": None,
+                "last_updated_at": changes.cancel_requested_at,
+            }
+        )
+    deliveries = changes.answers
     outstanding = dict(view.input_requests or {})
     last_updated_at = view.last_updated_at
     for received_at, delivery in deliveries:

@@ -40,6 +40,7 @@ from fastmcp_temporal.workflows.leg_retry import failure_reason
 from fastmcp_temporal.workflows.models import (
     BODY_PROGRESS_MEMO,
     INPUT_CAPABILITIES_MEMO,
+    ProgressReport,
     TaskView,
 )
 from fastmcp_temporal.workflows.task_workflow import (
@@ -99,10 +100,12 @@ class TaskDescription:
 
 @dataclass(frozen=True)
 class LegStatus:
-    """What the running leg says: its message (the ``statusMessage``), and since when."""
+    """What the running leg says: its message (the ``statusMessage``), and since when;
+    ``report``: its last progress report, numbers included, when its heartbeat has one."""
 
     message: str | None
     changed_at: datetime | None
+    report: ProgressReport | None = None
 
 
 def _utc(timestamp: Timestamp) -> datetime:
@@ -369,9 +372,21 @@ class TaskRecords:
             return None
         message = details.get("message")
         changed_at = details.get("message_at")  # absent from legs of older workers
+        progress, total = details.get("progress"), details.get("total")
+        numeric = (int, float)
+        report = (
+            ProgressReport(
+                progress=progress,
+                total=total if isinstance(total, numeric) else None,
+                message=message if isinstance(message, str) else None,
+            )
+            if isinstance(progress, numeric) and not isinstance(progress, bool)
+            else None
+        )
         return LegStatus(
             message if isinstance(message, str) else None,
             datetime.fromisoformat(changed_at) if isinstance(changed_at, str) else None,
+            report,
         )
 
     def unless_expired(self, task_id: str, result: GetTaskResult) -> GetTaskResult:

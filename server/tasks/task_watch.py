@@ -35,10 +35,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, HistoryEventFilterType
@@ -96,7 +95,6 @@ async def watch(
     progress: bool = False,
     seen: GetTaskResult | None = None,
     started: bool = False,
-    tail: Tail | None = None,
 ) -> AsyncIterator[GetTaskResult]:
     """Yield the task now, then each time it changes, ending with its terminal state.
 
@@ -107,12 +105,7 @@ async def watch(
     ``started``: ``seen`` is the ``working`` view its start answered (or one
     read since), so the start event at the head of the history is no news: a
     first page of the start and other invisible events costs no read. Without
-    it, that page costs a ``describe`` that finds the task as ``seen`` shows it
-    (a durable synchronous call paid one every call).
-
-    ``tail``: where the history's new events come from, when another reader
-    shares its long polls (``SharedTail.reader()``, made before this watch
-    reads); by default a ``HistoryTail`` of its own.
+    it, that page costs a ``describe`` that finds the task as ``seen`` shows it.
     """
     current = seen
     if current is None:
@@ -120,7 +113,7 @@ async def watch(
         yield current
     if is_terminal(current):
         return
-    history = tail or HistoryTail(engine, workflow_id_for(task_id, scope, engine.scope_secret))
+    history = HistoryTail(engine, workflow_id_for(task_id, scope, engine.scope_secret))
     waiting: asyncio.Task[list[HistoryEvent] | None] | None = None
     known = _INVISIBLE | {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED} if started else None
     try:
@@ -248,73 +241,3 @@ class HistoryTail:
         self._token = response.next_page_token
         events = list(response.history.events)
         return events if events or not self._token else None
-
-
-class Tail(Protocol):
-    async def next_change(self) -> list[HistoryEvent] | None: ...
-
-
-class SharedTail:
-    """One ``HistoryTail``'s long polls for several readers: each gets every answer.
-
-    A durable synchronous call with a ``progressToken`` waits on the task
-    (``watch``) and relays its progress (``sync_progress``) from the same
-    history: one long poll at a time serves both, instead of one each (two
-    history reads more per call). A reader sees every answer fetched after it
-    was made, in order; a failed read is raised to every reader, and the next
-    ``next_change`` of any reader reads again. A reader that stops waiting does
-    not stop the read the others wait on; ``close`` does.
-    """
-
-    def __init__(self, tail: HistoryTail) -> None:
-        self._tail = tail
-        self._readers: list[deque[list[HistoryEvent] | Exception | None]] = []
-        self._fetching: asyncio.Future[None] | None = None
-
-    def reader(self) -> _SharedTailReader:
-        queue: deque[list[HistoryEvent] | Exception | None] = deque()
-        self._readers.append(queue)
-        return _SharedTailReader(self, queue)
-
-    def drop(self, reader: _SharedTailReader) -> None:
-        with contextlib.suppress(ValueError):
-            self._readers.remove(reader.queue)
-
-    async def close(self) -> None:
-        self._readers.clear()
-        if self._fetching is not None:
-            self._fetching.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._fetching
-
-    async def _next(self, queue: deque[list[HistoryEvent] | Exception | None]) -> Any:
-        while not queue:
-            if self._fetching is None:
-                self._fetching = asyncio.ensure_future(self._fetch())
-            await asyncio.shield(self._fetching)
-        answer = queue.popleft()
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-    async def _fetch(self) -> None:
-        answer: list[HistoryEvent] | Exception | None
-        try:
-            answer = await self._tail.next_change()
-        except Exception as err:  # every reader raises it (RPCError: each decides)
-            answer = err
-        finally:
-            self._fetching = None
-        for queue in self._readers:
-            queue.append(answer)
-
-
-class _SharedTailReader:
-    def __init__(
-        self, shared: SharedTail, queue: deque[list[HistoryEvent] | Exception | None]
-    ) -> None:
-        self.shared, self.queue = shared, queue
-
-    async def next_change(self) -> list[HistoryEvent] | None:
-        answer: list[HistoryEvent] | None = await self.shared._next(self.queue)
-        return answer

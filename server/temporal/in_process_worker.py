@@ -23,6 +23,7 @@ from temporalio.client import Client
 from temporalio.worker import Plugin as WorkerPlugin
 from temporalio.worker import Worker
 
+from fastmcp_temporal.activities.leg_news import LegNews
 from fastmcp_temporal.activities.remote_connections import RemoteServers
 from fastmcp_temporal.server.core.credentials import CredentialPolicy
 from fastmcp_temporal.server.temporal.plugin import McpTasksPlugin
@@ -59,8 +60,10 @@ class InProcessWorkers:
         plugins: Sequence[WorkerPlugin],
         worker_options: Mapping[str, Any],
         credentials: CredentialPolicy,
+        leg_news: LegNews,
     ) -> None:
         self._server = server
+        self._leg_news = leg_news
         self._client = client
         self._workflows = workflows
         self._activities = activities
@@ -83,6 +86,7 @@ class InProcessWorkers:
         plugins: Sequence[WorkerPlugin],
         worker_options: Mapping[str, Any],
         credentials: CredentialPolicy,
+        leg_news: LegNews,
     ) -> InProcessWorkers:
         """The recipe for ``server``'s workers, with its workflow tools read once."""
         workflows, activities = await workflow_tool_parts(server)
@@ -97,6 +101,7 @@ class InProcessWorkers:
             plugins=plugins,
             worker_options=worker_options,
             credentials=credentials,
+            leg_news=leg_news,
         )
 
     def new(self, queue: str) -> Worker:
@@ -107,6 +112,7 @@ class InProcessWorkers:
             versioning=self._versioning,
             max_payload_bytes=self._max_payload_bytes,
             credentials=self._credentials,
+            leg_news=self._leg_news,
         )
         plugins: list[WorkerPlugin] = [plugin]
         if self._remote_servers:

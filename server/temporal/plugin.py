@@ -33,6 +33,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from fastmcp_temporal.activities.leg_news import LegNews
 from fastmcp_temporal.activities.tool_leg import ToolLegActivity
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.credentials import CredentialPolicy, embedded_seal
@@ -95,6 +96,7 @@ class McpTasksPlugin(SimplePlugin):
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         credentials_key_dir: str | Path | None = None,
         credentials: CredentialPolicy | None = None,
+        leg_news: LegNews | None = None,
     ) -> None:
         """``workflows``/``activities``: the server's workflow tools and their
         activities (``workflow_tool_parts(server)``), hosted on the same worker.
@@ -108,7 +110,9 @@ class McpTasksPlugin(SimplePlugin):
         get the caller's token and headers back; default
         ``FASTMCP_TEMPORAL_CREDENTIALS_KEY_DIR``, else none (a sealed caller's leg
         is handed back for a worker that has the key). ``credentials``: this
-        process's policy, as the extension resolved it (wins over the directory)."""
+        process's policy, as the extension resolved it (wins over the directory).
+        ``leg_news``: a front end's own worker tells the calls waiting there what its
+        legs do (``activities.leg_news``); a worker of its own has nobody to tell."""
         self._versioning = versioning
         if credentials is None:
             key_dir = credentials_key_dir or load_settings().credentials_key_dir
@@ -119,6 +123,7 @@ class McpTasksPlugin(SimplePlugin):
             heartbeat_interval_s=heartbeat_interval_s,
             max_result_bytes=max_payload_bytes,
             open_caller=credentials.restore if credentials is not None else None,
+            news=leg_news,
         )
         super().__init__(
             "fastmcp_temporal.McpTasksPlugin",

@@ -9,8 +9,8 @@ directory, finished by a ``release`` file) and ``nap``. Over ``http`` it is a
 stateless front end (the test runs the worker elsewhere), so killing it kills
 only the request that waits; over ``http-worker`` it runs the worker too, as a
 single-process deployment does (the drain tests send it SIGTERM; ``GRACE_S`` is
-uvicorn's ``timeout_graceful_shutdown``, FastMCP's 2 s if not given); over stdio it
-runs its own worker, as a host's local server does.
+its ``drain_grace_s``, the default 30 s if not given); over stdio it runs its own
+worker, as a host's local server does.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ from tests.processes.crash_server import mcp as crash_server
 
 
 def build(
-    address: str, task_queue: str, *, run_worker: bool, heartbeat_timeout_s: float = 2
+    address: str,
+    task_queue: str,
+    *,
+    run_worker: bool,
+    heartbeat_timeout_s: float = 2,
+    drain_grace_s: float | None = None,
 ) -> FastMCP:
     mcp = FastMCP("sync-process")
     mcp.add_extension(
@@ -34,6 +39,7 @@ def build(
             task_queue=task_queue,
             run_worker=run_worker,
             leg_policy=LegPolicy(heartbeat_timeout_s=heartbeat_timeout_s),
+            drain_grace_s=drain_grace_s,
         )
     )
 
@@ -55,16 +61,13 @@ def main() -> None:
     # worker a loaded machine starves for a moment is never taken for a lost one.
     hosts_worker = transport == "http-worker"
     mcp = build(
-        address, task_queue, run_worker=hosts_worker, heartbeat_timeout_s=60 if hosts_worker else 2
+        address,
+        task_queue,
+        run_worker=hosts_worker,
+        heartbeat_timeout_s=60 if hosts_worker else 2,
+        drain_grace_s=float(sys.argv[5]) if len(sys.argv) > 5 else None,
     )
-    grace = {"timeout_graceful_shutdown": float(sys.argv[5])} if len(sys.argv) > 5 else {}
-    mcp.run(
-        transport="http",
-        host="127.0.0.1",
-        port=int(sys.argv[4]),
-        show_banner=False,
-        uvicorn_config=grace,
-    )
+    mcp.run(transport="http", host="127.0.0.1", port=int(sys.argv[4]), show_banner=False)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,162 @@
+"""What a waiting plain call tells its client: progress, log lines, and that it still waits.
+
+The client of a durable plain call hears what the inline call would send --
+``notifications/progress`` for its ``progressToken``, ``notifications/message`` for
+each log line -- from wherever the wait learns it (``call_waits``): a leg running
+here, or a read of the task in Temporal. Reports are coalesced to the newest one
+at most once per ``TICK_S`` (a chatty body does not flood a crowd of streams),
+the body's last report always goes before the result, and after ``keepalive_s``
+without a notification comes one that says what the task does and for how long,
+its progress nudged up by ``KEEPALIVE_STEP`` above the last one sent (MCP: the
+progress increases with every notification), so a host that aborts a silent tool
+-- Claude Code after 300 s by default -- keeps waiting through a silent body or
+a worker being replaced. Without a ``progressToken`` there is nothing to send a
+report to; log lines still go, as inline.
+
+``TICK_S`` is the one timing constant of the wait: the heartbeat throttle of the
+front end's worker (``in_process_worker``): no report of a leg is fresher than
+that, so neither reads nor notifications come faster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import math
+from collections.abc import Coroutine
+from typing import Any
+
+from fastmcp.server.context import Context
+
+from fastmcp_temporal.activities.leg_news import LogLine
+from fastmcp_temporal.workflows.models import ProgressReport
+
+logger = logging.getLogger(__name__)
+
+#: Between two reads of one call, two progress notifications to it, and two tries
+#: after Temporal failed a read (see the module docstring).
+TICK_S = 1.0
+#: How much a keepalive adds to the progress last sent.
+KEEPALIVE_STEP = 0.001
+
+
+def progress_token(context: Context) -> str | int | None:
+    """The request's ``progressToken``: without one, an inline call sends no progress either."""
+    request_context = context.request_context
+    meta = request_context.meta if request_context is not None else None
+    token = (meta or {}).get("progressToken")
+    return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+
+class CallProgress:
+    """A call's progress and log lines to its client (see the module docstring).
+
+    Made in the request's handler, it sends in that request's context (FastMCP finds
+    the request, its ``progressToken`` and its stream there), whichever task asks.
+    """
+
+    def __init__(self, context: Context, keepalive_s: float, *, began: float) -> None:
+        self._context = context
+        self._request = contextvars.copy_context()
+        self._wanted = progress_token(context) is not None
+        self._keepalive_s = keepalive_s
+        self._began = began
+        self._lock = asyncio.Lock()
+        self._sent: ProgressReport | None = None
+        self._sent_at = -math.inf
+        self._pending: ProgressReport | None = None
+        #: What the task does, in words: its body's last message, or what a read said.
+        self._doing: str | None = None
+        self._ticking: asyncio.Task[None] | None = None
+
+    async def heard(self, report: ProgressReport | None, *, status: str | None = None) -> None:
+        """A report of the body (or what a read of the task said, ``status``)."""
+        if report is not None and report.message:
+            self._doing = report.message
+        elif status:
+            self._doing = status
+        if report is not None and self._wanted and self._is_new(report):
+            self._pending = report
+            await self.tick(asyncio.get_running_loop().time(), keepalive=False)
+
+    async def line(self, line: LogLine) -> None:
+        async with self._lock:
+            await self._in_request(
+                self._context.log(line.message, line.level, line.logger_name, line.extra)
+            )
+
+    def nudge(self, now: float) -> None:
+        """``tick`` in a task of its own, unless the last is still sending: one client slow
+        to read its stream never holds up the others'."""
+        if self._ticking is None or self._ticking.done():
+            self._ticking = asyncio.create_task(self.tick(now))
+
+    async def close(self) -> None:
+        if self._ticking is not None and not self._ticking.done():
+            self._ticking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticking
+
+    async def tick(self, now: float, *, keepalive: bool = True) -> None:
+        """Send the newest report if a tick has passed since the last one; else, past
+        ``keepalive_s`` of silence, a keepalive."""
+        if not self._wanted or now - self._sent_at < TICK_S:
+            return
+        if self._pending is not None:
+            await self._send(self._pending, now)
+        elif (
+            keepalive
+            and now - self._sent_at >= self._keepalive_s
+            and now - self._began >= self._keepalive_s
+        ):
+            await self._send(self._keepalive(now), now)
+
+    async def finish(self, final: ProgressReport | None) -> None:
+        """Before the result: the body's last report (the task's end carries it), or the
+        newest one not sent yet -- whatever the last notification was."""
+        last = final if final is not None and self._is_new(final) else self._pending
+        if self._wanted and last is not None and self._is_new(last):
+            await self._send(last, asyncio.get_running_loop().time())
+
+    def _is_new(self, report: ProgressReport) -> bool:
+        return self._sent is None or report.progress > self._sent.progress
+
+    def _keepalive(self, now: float) -> ProgressReport:
+        sent = self._sent
+        progress = round(sent.progress + KEEPALIVE_STEP, 6) if sent is not None else 0.0
+        doing = self._doing or "The tool is running"
+        return ProgressReport(
+            progress=progress,
+            total=sent.total if sent is not None else None,
+            message=f"{doing} ({_duration(now - self._began)} since the call began)",
+        )
+
+    async def _send(self, report: ProgressReport, now: float) -> None:
+        async with self._lock:
+            if not self._is_new(report):
+                return
+            self._sent, self._sent_at = report, now
+            if self._pending is not None and not self._is_new(self._pending):
+                self._pending = None
+            await self._in_request(
+                self._context.report_progress(report.progress, report.total, report.message)
+            )
+
+    async def _in_request(self, sending: Coroutine[Any, Any, None]) -> None:
+        """Send in the request's context; a stream that no longer carries it is no error."""
+        try:
+            await asyncio.create_task(sending, context=self._request)
+        except Exception as err:
+            logger.debug("Relaying to a waiting call failed: %s", err)
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``2 min 5 s``, ``1 h 3 min``."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"

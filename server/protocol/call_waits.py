@@ -1,0 +1,345 @@
+"""Calls that wait for their task: one bounded mechanism behind every durable plain call.
+
+A plain ``tools/call`` of a task tool runs as the task workflow while its HTTP
+request waits (``sync_calls``). How it learns what the task does is all here,
+and what it costs Temporal does not grow with how many calls wait:
+
+- **Its end**: one long poll for the run's close event (``task_watch.ended``,
+  what ``result()`` reads). Temporal holds it until the run closes; it costs
+  one request per long-poll window, not per second.
+- **What a leg says when it runs here** (a worker in the front end: eager
+  start and eager activity dispatch put a task's legs there): every report
+  and log line, when it begins and ends, in-process (``activities.leg_news``).
+  A leg that ends with a question is about to park the task: the call then
+  follows the task's history until it has (``task_watch.watch``).
+- **Everything else** -- a park decided by another worker, the progress of a
+  leg another worker runs (its heartbeat) -- from one read loop per front end,
+  its only periodic reader. Every ``TICK_S`` it reads the calls that waited at
+  least that long and hear nothing from a leg here, least recently read
+  first, at most ``reads_per_second`` of them (``tasks/get``'s read, one
+  ``describe``). So N waiting calls cost Temporal at most that many reads a
+  second, and in a crowd each is read less often.
+- **What its client hears**: the newest report at most once per ``TICK_S``,
+  the last one before the result, a keepalive through silence, every log line
+  (``call_progress``; ``TICK_S``, the wait's one timing constant, is there).
+
+**Drain** (``drain``): a front end being stopped takes no new waiting call
+(``-32002``, retryable), lets those that wait end within a grace period, then
+answers each one left with ``-32002``: its task goes on, and a retry with the
+same ``Idempotency-Key`` (or ``tasks/get`` of its id) gets its result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from fastmcp.server.context import Context
+from mcp.shared.exceptions import MCPError
+from temporalio.service import RPCError
+
+from fastmcp_temporal.activities.leg_news import LegBegan, LegEnded, LegNews, LogLine, NewsQueue
+from fastmcp_temporal.client_wire import SERVER_DRAINING
+from fastmcp_temporal.server.core.codec import PayloadDecryptionError
+from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
+from fastmcp_temporal.server.protocol.call_progress import TICK_S, CallProgress
+from fastmcp_temporal.server.protocol.temporal_busy import is_transient
+from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.tasks.task_watch import ended, watch
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+class WaitingCalls:
+    """The calls waiting on this front end, read within one budget, drained as one."""
+
+    def __init__(
+        self,
+        engine: TaskEngine,
+        leg_news: LegNews | None,
+        *,
+        keepalive_s: float,
+        reads_per_second: int,
+        on_wait: Callable[[], None] | None = None,
+    ) -> None:
+        """``on_wait``: called as each call begins to wait (``extension.drain`` arms there)."""
+        self.engine = engine
+        self._on_wait = on_wait
+        self.leg_news = leg_news
+        self.keepalive_s = keepalive_s
+        self.reads_per_second = reads_per_second
+        self._calls: set[CallWait] = set()
+        self._reads: set[asyncio.Task[None]] = set()
+        self._emptied = asyncio.Event()
+        self._draining = False
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """While inside, the read loop tends the waiting calls."""
+        tending = asyncio.create_task(self._tend())
+        try:
+            yield
+        finally:
+            tending.cancel()
+            for task in (tending, *self._reads):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    def wait_for(self, context: Context) -> CallWait:
+        """A wait for one ``tools/call``; refused while this front end drains."""
+        if self._draining:
+            raise MCPError(
+                code=SERVER_DRAINING,
+                message="This server is shutting down and takes no new calls: call again, "
+                "another server will take it",
+                data={"retryable": True},
+            )
+        if self._on_wait is not None:
+            self._on_wait()
+        return CallWait(self, context)
+
+    async def drain(self, grace_s: float) -> None:
+        """Take no new call; give those that wait ``grace_s`` to end, then answer the rest."""
+        self._draining = True
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace_s):
+                while self._calls:
+                    self._emptied.clear()
+                    await self._emptied.wait()
+        for call in list(self._calls):
+            call.stop_waiting()
+        with contextlib.suppress(TimeoutError):  # each answers at once; bounded all the same
+            async with asyncio.timeout(TICK_S):
+                while self._calls:
+                    self._emptied.clear()
+                    await self._emptied.wait()
+
+    def _joined(self, call: CallWait) -> None:
+        self._calls.add(call)
+
+    def _left(self, call: CallWait) -> None:
+        self._calls.discard(call)
+        if not self._calls:
+            self._emptied.set()
+
+    async def _tend(self) -> None:
+        """Once a tick: each call's due notification, then the reads within the budget."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(TICK_S)
+            now = loop.time()
+            calls = list(self._calls)
+            for call in calls:
+                call.relay.nudge(now)
+            room = self.reads_per_second - len(self._reads)
+            due = sorted((call for call in calls if call.read_due(now)), key=CallWait.read_order)
+            for call in due[: max(room, 0)]:
+                read = asyncio.create_task(call.read())
+                self._reads.add(read)
+                read.add_done_callback(self._reads.discard)
+
+
+class CallWait:
+    """One waiting call: its task, what it hears of it, what it tells its client."""
+
+    def __init__(self, calls: WaitingCalls, context: Context) -> None:
+        self._calls = calls
+        self._engine = calls.engine
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self.relay = CallProgress(context, calls.keepalive_s, began=loop.time())
+        self.task_id: str | None = None
+        self._scope: str | None = None
+        self._listening: tuple[str, NewsQueue, asyncio.Task[None]] | None = None
+        self._leg_here = False
+        #: A leg here ended with a question: the task parks (or has parked).
+        self._asking = False
+        self._following: asyncio.Task[None] | None = None
+        self._reading = False
+        self._last_read = loop.time()
+        #: The task once it ends or asks, as a read or a follow found it (this round).
+        self._found: asyncio.Future[GetTaskResult] | None = None
+        self._stopped: asyncio.Future[None] = loop.create_future()
+
+    async def __aenter__(self) -> CallWait:
+        self._calls._joined(self)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._calls._left(self)
+        self._stop_listening()
+        await _cancelled(self._following)
+        await self.relay.close()
+
+    def listen(self, task_id: str, scope: str | None) -> None:
+        """This call's task from now on: call before starting (or answering) it, so
+        nothing its legs say here comes before the call listens."""
+        self.task_id, self._scope = task_id, scope
+        workflow_id = workflow_id_for(task_id, scope, self._engine.scope_secret)
+        news = self._calls.leg_news
+        if news is None or (self._listening and self._listening[0] == workflow_id):
+            return
+        self._stop_listening()
+        queue = news.listen(workflow_id)
+        self._listening = (workflow_id, queue, asyncio.create_task(self._hear(queue)))
+
+    def stop_waiting(self) -> None:
+        """The front end drains: answer ``-32002`` now, whatever the call awaits."""
+        if not self._stopped.done():
+            self._stopped.set_result(None)
+
+    async def guard(self, waiting: Awaitable[_T]) -> _T:
+        """``waiting``'s result, unless the front end stops this call first (``-32002``)."""
+        task = asyncio.ensure_future(waiting)
+        try:
+            await asyncio.wait({task, self._stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped = not task.done()
+            if stopped:
+                await _cancelled(task)
+        if stopped:
+            raise MCPError(
+                code=SERVER_DRAINING,
+                message=(
+                    f"This server is shutting down; task {self.task_id} goes on without this "
+                    "call. Get its result with tasks/get, or by calling again with the same "
+                    "Idempotency-Key"
+                ),
+                data={"taskId": self.task_id, "retryable": True},
+            )
+        return task.result()
+
+    async def until_answerable(self, run_id: str | None = None) -> GetTaskResult:
+        """The task once it ended or asks, relaying what it says meanwhile.
+
+        ``run_id``: the run this call started, so the long poll names it.
+        A Temporal that is briefly away only delays it: the task runs on
+        without this request (the client's own timeout or cancel bounds the wait).
+        """
+        assert self.task_id is not None, "listen() first"
+        found = self._found = self._loop.create_future()
+        self._last_read = self._loop.time()
+        if self._asking:
+            self._follow()
+        try:
+            while True:
+                ending = asyncio.ensure_future(
+                    ended(self._engine, self.task_id, self._scope, run_id=run_id)
+                )
+                try:
+                    await self.guard(
+                        asyncio.wait({ending, found}, return_when=asyncio.FIRST_COMPLETED)
+                    )
+                finally:
+                    if not ending.done():
+                        await _cancelled(ending)
+                if found.done():
+                    view = found.result()
+                    break
+                try:
+                    view = ending.result()
+                except RPCError as err:
+                    if not is_transient(err):
+                        raise
+                    await self.guard(asyncio.sleep(TICK_S))
+                    continue
+                if view is not None:
+                    break
+                run_id = None  # the window ended, or the run continued as new: the task's latest
+        finally:
+            self._found = None
+        await self.relay.finish(view.final_progress)
+        return view
+
+    # -- what it hears ---------------------------------------------------------
+
+    def read_due(self, now: float) -> bool:
+        """Whether the read loop should ask Temporal about this call now."""
+        return (
+            self._found is not None
+            and not self._found.done()
+            and not self._reading
+            and not self._leg_here
+            and self._following is None
+            and now - self._last_read >= TICK_S
+        )
+
+    def read_order(self) -> float:
+        return self._last_read
+
+    async def read(self) -> None:
+        """One ``tasks/get`` read: a park, or what the running leg reports."""
+        self._reading = True
+        try:
+            assert self.task_id is not None
+            read = await self._engine.read(self.task_id, self._scope)
+        except (RPCError, MCPError, PayloadDecryptionError) as err:  # the next read may work
+            logger.debug("Reading task %s failed: %s", self.task_id, err)
+            return
+        finally:
+            self._reading = False
+            self._last_read = self._loop.time()
+        task = read.task
+        if task.status == "input_required" and task.input_requests:
+            self._resolve(task)
+        elif task.status not in TERMINAL_STATUSES:  # a close comes with its last report
+            await self.relay.heard(read.report, status=task.status_message)
+
+    async def _hear(self, queue: NewsQueue) -> None:
+        while True:
+            news = await queue.get()
+            if isinstance(news, LegBegan):
+                self._leg_here, self._asking = True, False
+            elif isinstance(news, LegEnded):
+                self._leg_here, self._asking = False, news.asking
+                if news.asking and self._found is not None:
+                    self._follow()
+            elif isinstance(news, LogLine):
+                await self.relay.line(news)
+            else:
+                await self.relay.heard(news)
+
+    def _follow(self) -> None:
+        """Follow the history until the task has parked (or ended): it is about to."""
+        if self._following is None:
+            self._following = asyncio.create_task(self._until_parked())
+
+    async def _until_parked(self) -> None:
+        assert self.task_id is not None
+        try:
+            async with contextlib.aclosing(watch(self._engine, self.task_id, self._scope)) as views:
+                async for view in views:
+                    if view.status in TERMINAL_STATUSES:
+                        return  # the close event's long poll answers with its last report
+                    if view.status == "input_required" and view.input_requests:
+                        self._resolve(view)
+                        return
+        except (RPCError, MCPError, PayloadDecryptionError) as err:
+            logger.debug("Following task %s failed: %s", self.task_id, err)
+        finally:
+            self._following = None  # what is left is the read loop's
+
+    def _resolve(self, view: GetTaskResult) -> None:
+        if self._found is not None and not self._found.done():
+            self._found.set_result(view)
+
+    def _stop_listening(self) -> None:
+        if self._listening is not None and self._calls.leg_news is not None:
+            workflow_id, queue, hearing = self._listening
+            self._calls.leg_news.stop(workflow_id, queue)
+            hearing.cancel()
+            self._listening = None
+
+
+async def _cancelled(task: asyncio.Future[Any] | None) -> None:
+    if task is None or task.done():
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, RPCError):
+        await task
