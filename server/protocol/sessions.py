@@ -36,6 +36,9 @@ process:
 - ``DELETE`` ends the session on the front end that serves it; the id itself stays
   valid (no revocation without a store).
 
+Subscriptions need nothing: FastMCP serves no ``resources/subscribe``, and
+``subscriptions/listen`` (2026-07-28) is a request of its own, without a session.
+
 Without a scope secret (a Temporal address and no ``FASTMCP_TEMPORAL_SCOPE_SECRET``)
 the key is this process's own: a session is served only by the front end that
 started it, while it runs, as the SDK's own sessions are. An ``initialize`` whose id
