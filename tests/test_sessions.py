@@ -362,6 +362,14 @@ def test_an_id_opens_to_the_initialize_it_sealed_and_is_unique() -> None:
 
 
 @pytest.mark.parametrize(
+    "session_id",
+    ["s1.", "s1.!!", "s1.AAAA", "s1.é", "s1." + "A" * 40, "0" * 32],
+)
+def test_a_forged_id_opens_to_nothing(session_id: str) -> None:
+    assert SessionSeal.for_deployment(SECRET.encode()).open(session_id, None) is None
+
+
+@pytest.mark.parametrize(
     "body",
     [
         pytest.param(b"{not json", id="not-json"),

@@ -141,8 +141,8 @@ class SessionSeal:
             plain = self._aead.decrypt(nonce, ciphertext, _bound_to(caller))
         except (binascii.Error, ValueError, InvalidTag):
             return None
-        params = json.loads(zlib.decompress(plain))  # sealed by us: well-formed
-        return params if isinstance(params, dict) else None
+        params: dict[str, Any] = json.loads(zlib.decompress(plain))  # sealed here: a dict
+        return params
 
     @staticmethod
     def minted(session_id: str) -> bool:
