@@ -57,6 +57,8 @@ EVERY_LINE: dict[str, str] = {
     "and a front end drained as the line's run(transport='http') shuts uvicorn down",
     "test_sync_calls_clients": "plain calls from the SDK's ClientSession and the raw wire "
     "as each FastMCP line serves them",
+    "test_sessions": "2025-xx sessions any front end serves, through FastMCP's HTTP session "
+    "manager (_compat.StatefulSessions, use_session_manager)",
     "test_examples": "the examples a user of the line runs",
     "test_startup_line": "the start-up line through FastMCP's logger (get_logger, its handler)",
     "test_replay": "recorded histories decoded into the line's MCP types",

@@ -35,7 +35,7 @@ import secrets
 from pathlib import Path
 
 from fastmcp.server.dependencies import get_access_token
-from mcp.server.auth.provider import principal_components
+from mcp.server.auth.provider import AccessToken, principal_components
 
 from fastmcp_temporal.server.core.private_file import read_or_create
 from fastmcp_temporal.server.core.settings import env_var, load_settings
@@ -62,8 +62,11 @@ def task_scope() -> str | None:
     contain), and two issuers' users never share a scope.
     """
     token = get_access_token()
-    if token is None:
-        return None
+    return None if token is None else principal_scope(token)
+
+
+def principal_scope(token: AccessToken) -> str:
+    """``task_scope`` of the caller ``token`` authenticates (also read where no request runs)."""
     client_id, issuer, subject = principal_components(token)
     if subject is None:
         claimed = (token.claims or {}).get("sub")

@@ -5,9 +5,9 @@ starts / joins the shared embedded one, see ``connection``); the task engine is
 built, with this process's policy for callers' credentials (``credentials``:
 sealed, encrypted with everything, or refused); the metrics are recorded; the
 MCP side is installed (``subscriptions/listen``, wire production, progress
-bridge); unless this server is a stateless front end, the in-process worker
-runs with the payload sweeper and, after an upgrade, a worker draining the
-previous queue; then the start-up line says where it all is
+bridge, sealed 2025-xx session ids); unless this server is a stateless front
+end, the in-process worker runs with the payload sweeper and, after an
+upgrade, a worker draining the previous queue; then the start-up line says where it all is
 (``startup_line``). Everything unwinds in reverse when the
 server stops, so the worker drains before the client goes away.
 """
@@ -48,7 +48,7 @@ from fastmcp_temporal.server.payloads.payload_store import (
     with_payload_storage,
 )
 from fastmcp_temporal.server.payloads.payload_sweep import sweeping
-from fastmcp_temporal.server.protocol import wire_production
+from fastmcp_temporal.server.protocol import sessions, wire_production
 from fastmcp_temporal.server.protocol.call_waits import WaitingCalls
 from fastmcp_temporal.server.protocol.listen import TaskListenHandler
 from fastmcp_temporal.server.tasks.engine import TaskEngine
@@ -197,6 +197,9 @@ async def running(
             on_wait=lambda: drain.arm(waits),
         )
         await stack.enter_async_context(waits.running())
+        if not options.worker_only:
+            # 2025-xx sessions any front end of the deployment serves (see ``sessions``).
+            stack.enter_context(sessions.sealing(server, live.engine.scope_secret))
         if options.run_worker:
             workers = await InProcessWorkers.for_server(
                 server,

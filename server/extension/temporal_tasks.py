@@ -43,7 +43,7 @@ from fastmcp_temporal.activities.remote_connections import RemoteServers
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.extension.lifespan import Live, running
 from fastmcp_temporal.server.extension.options import DEFAULT_TTL_MS, ExtensionOptions
-from fastmcp_temporal.server.protocol import routing
+from fastmcp_temporal.server.protocol import routing, sessions
 from fastmcp_temporal.server.protocol.task_methods import TaskMethods
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.fairness import FairnessHook
@@ -261,6 +261,9 @@ class TemporalTasks(ServerExtension):
         self._client = client
         self._plugins = tuple(plugins)
         self._live = Live()
+        # Before any HTTP app of this process starts: FastMCP builds its session
+        # manager as the app starts, so sealed sessions must be its class by then.
+        sessions.install()
 
     def clone(self) -> TemporalTasks:
         """A copy for another server; a connected client and plugins are shared, never copied."""
