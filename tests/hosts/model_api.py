@@ -10,8 +10,8 @@ It speaks the two APIs the hosts use, streaming as each of them asks:
 - the OpenAI Responses API (``POST /v1/responses``), the Codex CLI's
   (``wire_api = "responses"``), as server-sent events.
 
-Every turn is decided by the conversation the host sends: one that carries a tool
-result is answered with text that quotes it (``ANSWER_PREFIX`` + the result), so
+Every turn is decided by the conversation the host sends: one whose last turn is a
+tool result is answered with text that quotes it (``ANSWER_PREFIX`` + the result), so
 the host prints what our server returned; one that offers our tool (as
 ``mcp__<server>__<tool>``, or in the namespace ``mcp__<server>``) is answered
 with a call of it; anything else (a host's side request) with a short text.
@@ -185,20 +185,19 @@ def _text_of(content: Any) -> str:
 
 
 def _anthropic_tool_result(body: dict[str, Any]) -> str | None:
-    for message in body.get("messages", []):
-        content = message.get("content")
-        for block in content if isinstance(content, list) else []:
-            if block.get("type") == "tool_result":
-                return _text_of(block.get("content", ""))
+    """The tool result the host's last message carries, if it carries one."""
+    content = body["messages"][-1].get("content") if body.get("messages") else None
+    for block in content if isinstance(content, list) else []:
+        if block.get("type") == "tool_result":
+            return _text_of(block.get("content", ""))
     return None
 
 
 def _responses_tool_result(body: dict[str, Any]) -> str | None:
+    """The tool output the host's last input item is, if it is one."""
     items = body.get("input")
-    for item in items if isinstance(items, list) else []:
-        if item.get("type") == "function_call_output":
-            return _text_of(item.get("output", ""))
-    return None
+    last = items[-1] if isinstance(items, list) and items else {}
+    return _text_of(last.get("output", "")) if last.get("type") == "function_call_output" else None
 
 
 def _responses_functions(tools: list[dict[str, Any]]) -> Iterator[tuple[str, str | None]]:
