@@ -3,11 +3,12 @@
 Each test runs a host's real binary (``tests/hosts``), non-interactive, with a fresh
 home and a scripted model API on 127.0.0.1 whose first turn calls one of our
 ``task=True`` tools and whose next turn answers with what the tool returned. The
-host makes a plain ``tools/call`` (no tasks extension) over streamable HTTP to a
-front end of ours in its own process (``tests.processes.host_server``), on the
-session's Temporal: Claude Code on 2026-07-28 (stateless), Codex on 2025-06-18 (a
-session and a GET stream); both send a ``progressToken``. So a test sees what a user
-of the host would: the answer the host printed.
+host makes a plain ``tools/call`` (no tasks extension: interactive Claude Code
+declares it, ``claude -p`` does not) over streamable HTTP to a front end of ours in
+its own process (``tests.processes.host_server``), on the session's Temporal: Claude
+Code on 2026-07-28 (stateless), Codex on 2025-06-18 (a session and a GET stream); both
+send a ``progressToken``. So a test sees what a user of the host would: the answer the
+host printed.
 
 - A plain call is answered with the tool's result, by one task workflow whose body
   ran once.
@@ -163,7 +164,6 @@ async def test_a_plain_call_is_answered_by_one_workflow_whose_body_ran_once(
 
 async def test_codex_receives_each_progress_notification(
     temporal_server: DevServer,
-    temporal_client: TemporalClient,
     task_queue: str,
     tmp_path: Path,
 ) -> None:
@@ -184,7 +184,6 @@ async def test_codex_receives_each_progress_notification(
 
 async def test_claude_code_progress_keeps_its_idle_watchdog_from_aborting_the_call(
     temporal_server: DevServer,
-    temporal_client: TemporalClient,
     task_queue: str,
     tmp_path: Path,
 ) -> None:
@@ -247,7 +246,6 @@ async def test_a_worker_killed_mid_call_only_delays_the_answer(
 
 async def test_a_tool_silent_past_claude_codes_idle_limit_is_kept_alive_by_the_server(
     temporal_server: DevServer,
-    temporal_client: TemporalClient,
     task_queue: str,
     tmp_path: Path,
 ) -> None:
@@ -279,7 +277,9 @@ async def test_codex_tool_timeout_cancels_the_task(
     tmp_path: Path,
 ) -> None:
     """``tool_timeout_sec = 5`` against a 60 s body: Codex gives up on the call, tells the
-    server (``notifications/cancelled``), and the task is cancelled, not left running."""
+    server (``notifications/cancelled``), and the task is cancelled, not left running.
+    The notification does it: with it held back, the closed stream alone left the task
+    ``working``."""
     runs = runs_dir(tmp_path)
     call = ToolCall("stay_silent", {"seconds": 60, "runs": str(runs)})
     async with (
