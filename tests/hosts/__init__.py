@@ -19,6 +19,8 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +69,15 @@ async def run_host(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
     return await process.wait(), stdout.decode(errors="replace")
+
+
+def fails_to_start(binary: Path) -> str | None:
+    """Why ``binary --version`` fails (its standard error), or ``None`` if it runs."""
+    with tempfile.TemporaryDirectory() as home:
+        ran = subprocess.run(
+            [binary, "--version"], env=base_env(Path(home)), capture_output=True, text=True
+        )
+    return None if ran.returncode == 0 else ran.stderr.strip()[-500:]
 
 
 def base_env(home: Path) -> dict[str, str]:

@@ -21,14 +21,12 @@ import functools
 import importlib.util
 import json
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.hosts import PROMPT, SERVER, HostRun, base_env, run_host
+from tests.hosts import PROMPT, SERVER, HostRun, base_env, fails_to_start, run_host
 
 #: Where ``./dev`` leaves the output of a failed install of the ``hosts`` extra.
 INSTALL_LOG = Path(sys.prefix) / "hosts-install.log"
@@ -37,8 +35,8 @@ WATCHDOG_INTERVAL_S = 30
 
 
 @functools.cache
-def installed() -> tuple[Path, str]:
-    """The binary and its version; the calling test skips, saying why, if there is none."""
+def installed() -> Path:
+    """The binary, checked to start; the calling test skips, saying why, if there is none."""
     spec = importlib.util.find_spec("claude_agent_sdk")
     if spec is None or not spec.submodule_search_locations:
         why = (
@@ -50,13 +48,9 @@ def installed() -> tuple[Path, str]:
     binary = Path(spec.submodule_search_locations[0]) / "_bundled" / "claude"
     if not binary.is_file():
         pytest.skip(f"Claude Code is not installed: claude-agent-sdk has no binary at {binary}")
-    with tempfile.TemporaryDirectory() as home:
-        version = subprocess.run(
-            [binary, "--version"], env=base_env(Path(home)), capture_output=True, text=True
-        )
-    if version.returncode != 0:
-        pytest.skip(f"Claude Code does not start here: {version.stderr.strip()[-500:]}")
-    return binary, version.stdout.strip()
+    if (why := fails_to_start(binary)) is not None:
+        pytest.skip(f"Claude Code does not start here: {why}")
+    return binary
 
 
 class ClaudeCode:
@@ -65,7 +59,7 @@ class ClaudeCode:
     def __init__(
         self, root: Path, model_url: str, server_url: str, idle_timeout_ms: int | None = None
     ) -> None:
-        self.binary, self.version = installed()
+        self.binary = installed()
         self.root = root
         self.model_url = model_url
         self.server_url = server_url

@@ -15,14 +15,12 @@ from __future__ import annotations
 import functools
 import json
 import re
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.hosts import PROMPT, SERVER, HostRun, base_env, run_host
+from tests.hosts import PROMPT, SERVER, HostRun, base_env, fails_to_start, run_host
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: The npm prefix ``./dev`` installs the CLI into, and where it leaves a failed install's output.
@@ -32,8 +30,8 @@ BINARY = PREFIX / "node_modules" / ".bin" / "codex"
 
 
 @functools.cache
-def installed() -> str:
-    """The CLI's version; the calling test skips, saying why, if it cannot run."""
+def installed() -> None:
+    """Check that the CLI runs; the calling test skips, saying why, if it does not."""
     if not BINARY.exists():
         why = (
             f"its install failed: {INSTALL_LOG.read_text().strip()[-500:]}"
@@ -41,13 +39,8 @@ def installed() -> str:
             else f"nothing at {BINARY}; ./dev test installs it with npm"
         )
         pytest.skip(f"the Codex CLI is not installed: {why}")
-    with tempfile.TemporaryDirectory() as home:
-        version = subprocess.run(
-            [BINARY, "--version"], env=base_env(Path(home)), capture_output=True, text=True
-        )
-    if version.returncode != 0:
-        pytest.skip(f"the Codex CLI does not start here: {version.stderr.strip()[-500:]}")
-    return version.stdout.strip()
+    if (why := fails_to_start(BINARY)) is not None:
+        pytest.skip(f"the Codex CLI does not start here: {why}")
 
 
 class Codex:
@@ -56,7 +49,7 @@ class Codex:
     def __init__(
         self, root: Path, model_url: str, server_url: str, tool_timeout_s: int | None = None
     ) -> None:
-        self.version = installed()
+        installed()
         self.root = root
         (root / "work").mkdir(parents=True, exist_ok=True)
         (root / "codex-home").mkdir(parents=True, exist_ok=True)
