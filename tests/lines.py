@@ -60,6 +60,8 @@ EVERY_LINE: dict[str, str] = {
     "test_sessions": "2025-xx sessions any front end serves, through FastMCP's HTTP session "
     "manager (_compat.StatefulSessions, use_session_manager)",
     "test_examples": "the examples a user of the line runs",
+    "test_hosts": "real hosts (Claude Code, Codex) against the line's streamable HTTP transport: "
+    "2026-07-28 stateless, 2025-06-18 with a session and a GET stream",
     "test_startup_line": "the start-up line through FastMCP's logger (get_logger, its handler)",
     "test_replay": "recorded histories decoded into the line's MCP types",
     "test_lines": "this list itself",

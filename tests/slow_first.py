@@ -22,6 +22,8 @@ import pytest
 
 SLOWEST = (
     "tests/test_resilience.py::test_a_worker_without_the_key_leaves_every_task_to_one_that_has_it",
+    "tests/test_hosts.py::test_a_tool_silent_past_claude_codes_idle_limit_is_kept_alive_by_the_server",
+    "tests/test_hosts.py::test_claude_code_progress_keeps_its_idle_watchdog_from_aborting_the_call",
     "tests/test_remote_durability.py::test_a_function_tool_remote_step_reattaches_after_a_crash[ours]",
     "tests/test_resilience.py::test_four_lost_workers_during_one_leg_never_consume_the_task",
     "tests/test_remote_durability.py::test_a_function_tool_remote_step_reattaches_after_a_crash[peer]",
@@ -32,6 +34,8 @@ SLOWEST = (
     "tests/test_isolation_and_bad_input.py::test_random_tasks_params_are_answered_or_invalid_and_change_nothing",
     "tests/test_chaos.py::test_kill_9_the_worker_with_20_tasks_mid_leg",
     "tests/test_examples.py::test_the_demo_client_tours_the_demo_server",
+    "tests/test_hosts.py::test_a_worker_killed_mid_call_only_delays_the_answer[claude-code]",
+    "tests/test_hosts.py::test_a_worker_killed_mid_call_only_delays_the_answer[codex]",
     "tests/test_chaos.py::test_kill_and_restart_the_mcp_server_mid_flight",
     "tests/test_isolation_and_bad_input.py::test_a_token_expired_before_a_leg_is_not_installed_in_it",
     "tests/test_remote_durability.py::test_a_restarted_remote_is_reattached_and_completes",
@@ -57,6 +61,8 @@ SLOWEST = (
     "tests/test_sync_calls_processes.py::test_a_drained_front_end_hands_the_call_over_to_the_next_one[2026-07-28-fastmcp-client]",
     "tests/test_quota.py::test_twenty_racing_creators_never_open_more_than_the_limit[2]",
     "tests/test_large_payloads.py::test_a_front_end_reads_a_big_result_another_process_stored",
+    "tests/test_hosts.py::test_codex_tool_timeout_cancels_the_task",
+    "tests/test_hosts.py::test_codex_receives_each_progress_notification",
 )
 _RANK = {node_id: rank for rank, node_id in enumerate(SLOWEST)}
 
