@@ -4,7 +4,11 @@ fastmcp_temporal serves the same tasks on FastMCP 4.1.4+ and 4.2.x. Where it
 needs something those libraries do not offer publicly (an underscore
 attribute, a context variable, a monkeypatch), it goes through this module and
 nowhere else, so a new FastMCP or SDK release is checked here, line by line.
-Each touchpoint says *why* it exists and *when to delete it*.
+Each touchpoint says *why* it exists and *when to delete it*; each patch also
+says what it reaches (*scope*): ``route_progress_dependency`` swaps a method of
+a FastMCP class and ``pass_task_results_through`` a function of the MCP SDK,
+each for the whole process while a ``TemporalTasks`` runs in it, and
+``serve_listen`` wraps one server's low-level server.
 
 The one behaviour FastMCP changed between the two lines: on 4.1 the level a
 client sets with ``logging/setLevel`` is kept per session on the server, and a
@@ -207,6 +211,13 @@ def route_progress_dependency(source: Callable[[], Any] | None) -> None:
     leg's progress must reach its heartbeats. This swaps ``Progress.__aenter__``
     and sets ``Progress._impl``. Delete when FastMCP has a progress-sink hook
     (as it has ``set_background_context_factory`` for contexts).
+
+    Scope: the whole process, as narrow as it can be. FastMCP enters the
+    ``Progress()`` default of any tool of any server through the class, and has
+    no per-server or per-call hook. It is swapped in while at least one
+    ``TemporalTasks`` lifespan runs in the process (``activities.progress``
+    counts them) and is inert outside a leg: there ``source()`` returns
+    ``None`` and FastMCP's own ``__aenter__`` runs.
     """
     global _progress_source, _original_progress_aenter
     _progress_source = source
@@ -245,6 +256,11 @@ def pass_task_results_through(enabled: bool) -> None:
     ``mcp_types.methods.serialize_server_result`` so a result tagged
     ``resultType: "task"`` passes unchanged (everything else is delegated).
     Delete when the SDK lets a server extension declare result shapes.
+
+    Scope: the whole process. The SDK's runner calls the module's function for
+    every server; it is swapped in while at least one ``TemporalTasks``
+    lifespan runs in the process (``server.protocol.wire_production`` counts
+    them) and delegates everything but a modern ``tools/call`` task result.
     """
     global _original_serialize
     if enabled and _original_serialize is None:
@@ -266,21 +282,6 @@ def workflow_run_signature(workflow_class: type) -> tuple[str | None, Callable[.
     """
     definition = workflow._Definition.must_from_class(workflow_class)
     return definition.name, definition.run_fn
-
-
-def memoize_default_build_id() -> None:
-    """Compute temporalio's default worker build id now, memoized in this process.
-
-    Why: without an explicit build id, a ``Worker`` hashes the code of every loaded
-    module (about 0.3 CPU-seconds over FastMCP, the MCP SDK and temporalio), once per
-    process. The test suite's zygote (``tests/processes/zygote.py``) calls this before
-    it forks, so the processes it forks inherit the value instead of each hashing the
-    same modules again. temporalio exports ``load_default_build_id`` only from its
-    private ``_worker`` module. Delete when it is public, or when the zygote goes.
-    """
-    from temporalio.worker._worker import load_default_build_id
-
-    load_default_build_id()
 
 
 # -- the client helper -------------------------------------------------------------
@@ -308,27 +309,6 @@ def client_elicitation_callback(client: Client) -> ElicitationFnT | None:
     return client._elicitation_callback
 
 
-__all__ = [
-    "LOG_LEVEL_PER_SESSION",
-    "client_elicitation_callback",
-    "is_client_tool_call",
-    "live_session_log_level",
-    "masks_error_details",
-    "mounted_origin",
-    "parse_tool_result",
-    "pass_task_results_through",
-    "peer_cancelled",
-    "registered_extension",
-    "resolve_param_hints",
-    "restore_request_identity",
-    "route_progress_dependency",
-    "server_lifespan",
-    "session_log_level",
-    "validate_tool_input",
-    "workflow_run_signature",
-]
-
-
 # -- subscriptions/listen ---------------------------------------------------------
 
 
@@ -345,6 +325,9 @@ __all__ = [
 # our handler (all four off on that era; other eras are untouched).
 # Delete when FastMCP serves ``subscriptions/listen`` itself with a pluggable
 # handler or lets an extension contribute events (``taskIds``) to its stream.
+# Scope: the one server given (its low-level server's handler table and
+# ``get_capabilities``), for that server's life; other servers of the process
+# are untouched.
 def serve_listen(server: FastMCP, handler: Any) -> None:
     """Make ``handler`` the server's ``subscriptions/listen`` handler (for ``taskIds`` only)."""
     from mcp_types import SubscriptionsListenRequestParams
@@ -371,3 +354,25 @@ def serve_listen(server: FastMCP, handler: Any) -> None:
 
     low_level.get_capabilities = get_capabilities  # type: ignore[method-assign]
     low_level._fastmcp_temporal_honest_capabilities = True  # type: ignore[attr-defined]
+
+
+__all__ = [
+    "LOG_LEVEL_PER_SESSION",
+    "client_elicitation_callback",
+    "is_client_tool_call",
+    "live_session_log_level",
+    "masks_error_details",
+    "mounted_origin",
+    "parse_tool_result",
+    "pass_task_results_through",
+    "peer_cancelled",
+    "registered_extension",
+    "resolve_param_hints",
+    "restore_request_identity",
+    "route_progress_dependency",
+    "serve_listen",
+    "server_lifespan",
+    "session_log_level",
+    "validate_tool_input",
+    "workflow_run_signature",
+]
