@@ -6,8 +6,7 @@ attribute, a context variable, a monkeypatch), it goes through this module and
 nowhere else, so a new FastMCP or SDK release is checked here, line by line.
 Each touchpoint says *why* it exists and *when to delete it*; each patch also
 says what it reaches (*scope*): ``route_progress_dependency`` swaps a method of
-a FastMCP class and ``pass_task_results_through`` a function of the MCP SDK,
-each for the whole process while a ``TemporalTasks`` runs in it, and
+a FastMCP class for the whole process while a ``TemporalTasks`` runs in it, and
 ``serve_listen`` wraps one server's low-level server.
 
 The one behaviour FastMCP changed between the two lines: on 4.1 the level a
@@ -26,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import fastmcp.server.context as _fastmcp_context
 import mcp_types
-import mcp_types.methods as _sdk_methods
 from fastmcp.server.dependencies import Progress
 from fastmcp.server.dependencies import _background_task_headers as _bg_headers
 from fastmcp.server.dependencies import _background_task_session_id as _bg_session_id
@@ -229,48 +227,6 @@ def route_progress_dependency(source: Callable[[], Any] | None) -> None:
         _original_progress_aenter = None
 
 
-# -- the task result on a modern tools/call ------------------------------------
-
-_original_serialize: Any = None
-
-
-def _serialize_keeping_task_results(
-    method: str, version: str, data: Mapping[str, Any], **kwargs: Any
-) -> dict[str, Any]:
-    if (
-        not kwargs
-        and method == "tools/call"
-        and version in MODERN_PROTOCOL_VERSIONS
-        and data.get("resultType") == "task"
-    ):
-        return dict(data)
-    return _original_serialize(method, version, data, **kwargs)
-
-
-def pass_task_results_through(enabled: bool) -> None:
-    """Let a modern ``tools/call`` answer with a ``CreateTaskResult`` intact (or stop).
-
-    Why: the SDK sieves a ``tools/call`` result through its per-version surface
-    (``CallToolResult | InputRequiredResult``), which strips every task field,
-    and offers no server-side way to declare a produced shape; this wraps
-    ``mcp_types.methods.serialize_server_result`` so a result tagged
-    ``resultType: "task"`` passes unchanged (everything else is delegated).
-    Delete when the SDK lets a server extension declare result shapes.
-
-    Scope: the whole process. The SDK's runner calls the module's function for
-    every server; it is swapped in while at least one ``TemporalTasks``
-    lifespan runs in the process (``server.protocol.wire_production`` counts
-    them) and delegates everything but a modern ``tools/call`` task result.
-    """
-    global _original_serialize
-    if enabled and _original_serialize is None:
-        _original_serialize = _sdk_methods.serialize_server_result
-        _sdk_methods.serialize_server_result = _serialize_keeping_task_results  # type: ignore[assignment]
-    elif not enabled and _original_serialize is not None:
-        _sdk_methods.serialize_server_result = _original_serialize
-        _original_serialize = None
-
-
 # -- temporalio ------------------------------------------------------------------
 
 
@@ -364,7 +320,6 @@ __all__ = [
     "masks_error_details",
     "mounted_origin",
     "parse_tool_result",
-    "pass_task_results_through",
     "peer_cancelled",
     "registered_extension",
     "resolve_param_hints",
