@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,7 +34,6 @@ from temporalio import activity
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.leg_news import News
-from fastmcp_temporal.activities.task_context import current_leg_progress
 from fastmcp_temporal.workflows.models import (
     LOCAL_LEG_PROGRESS_SIGNAL,
     LocalLegProgress,
@@ -208,6 +208,12 @@ class LegProgress:
             await asyncio.sleep(interval_s)
             activity.heartbeat(self.details())
 
+
+#: The progress sink of the leg running in this asyncio task (set by the leg, read
+#: by the ``Progress`` dependency bridge below).
+current_leg_progress: ContextVar[LegProgress | None] = ContextVar(
+    "fastmcp_temporal_leg_progress", default=None
+)
 
 _bridge_holds = 0
 

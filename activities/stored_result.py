@@ -91,8 +91,8 @@ async def load_stored_result(converter: DataConverter, stored: StoredResult) -> 
     bytes) is released as soon as the next is built, and the JSON is parsed
     from its bytes (``json.loads`` would decode them to a ``str`` first), so
     the read holds at most two copies of the result in Python memory at once,
-    with or without encryption (``bench/get_memory_ours.py``), and returns one,
-    the parsed result.
+    with or without encryption (``bench/investigations/2026-12-01-get-memory``),
+    and returns one, the parsed result.
     """
     storage = converter.external_storage
     drivers = {driver.name(): driver for driver in storage.drivers} if storage else {}

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Mapping
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from fastmcp.server.context import Context
@@ -61,12 +60,6 @@ _PYTHON_LEVEL = {
     "alert": logging.CRITICAL,
     "emergency": logging.CRITICAL,
 }
-
-#: The progress sink of the leg running in this asyncio task (read by the
-#: ``Progress`` dependency bridge, see ``activities.progress``).
-current_leg_progress: ContextVar[LegProgress | None] = ContextVar(
-    "fastmcp_temporal_leg_progress", default=None
-)
 
 
 class TaskContext(Context):

@@ -47,10 +47,14 @@ from temporalio.exceptions import ApplicationError
 from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.input_capabilities import missing_capability_error, undeclared
 from fastmcp_temporal.activities.leg_news import LegBegan, LegEnded, LegNews
-from fastmcp_temporal.activities.progress import LegProgress, ProgressSignals
+from fastmcp_temporal.activities.progress import (
+    LegProgress,
+    ProgressSignals,
+    current_leg_progress,
+)
 from fastmcp_temporal.activities.steps import StepCheckpoint
 from fastmcp_temporal.activities.stored_result import stored_if_big
-from fastmcp_temporal.activities.task_context import TaskContext, current_leg_progress
+from fastmcp_temporal.activities.task_context import TaskContext
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     UNDECRYPTABLE_ERROR_TYPE,

@@ -1,6 +1,7 @@
 """fastmcp-temporal vs the raw engine vs fastmcp-tasks, side by side in one run.
 
     .venv/bin/python bench/compare.py --n 300 --concurrency 1 20 > bench/results/compare.md
+    .venv/bin/python bench/compare.py --n 600 --rounds 6 --only "durable sync" "HTTP path alone"
 
 Workload: a no-op ``echo`` task tool. Every system runs the same driver on the
 same machine in the same run: ``concurrency`` workers, each creating a task,
@@ -52,43 +53,35 @@ import argparse
 import asyncio
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, nullcontext
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack, nullcontext
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import fastmcp_tasks  # noqa: F401  (client half)
 import httpx
-from fastmcp import Client, FastMCP
-from fastmcp.utilities.tasks import TaskConfig
+from fastmcp import Client
 from fastmcp.utilities.tests import run_server_async
 from fastmcp_tasks import TasksExtension, call_tool_task
-from mcp_http import McpHttp
-from raw_engine import RUNNER, EchoWorkflow, echo_activity
-from sandbox_toggle import task_workflows_sandboxed
+from support.mcp_http import McpHttp
+from support.measure import cpu_seconds, pct
+from support.raw_engine import RUNNER, EchoWorkflow, echo_activity
+from support.sandbox_toggle import task_workflows_sandboxed
+from support.servers import echo_server, redis_server
+from support.smoke import parse_args
+from support.sync_before import full_wait, no_patch_markers, wait_without_run_id
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server.embedded.devserver import free_port
-from fastmcp_temporal.server.protocol import sync_calls
 
-TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"completed", "failed", "cancelled"}
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 @dataclass
@@ -97,13 +90,6 @@ class Run:
     gets: list[float] = field(default_factory=list)
     e2e: list[float] = field(default_factory=list)
     errors: int = 0
-
-
-def pct(samples: list[float], q: float) -> float:
-    if not samples:
-        return float("nan")
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000
 
 
 # A system: (create, get) callables; get returns the status string.
@@ -155,37 +141,6 @@ async def drive(
     began = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return run, time.perf_counter() - began
-
-
-def echo_server(extension: Any, name: str = "bench", adaptive: bool = False) -> FastMCP:
-    """The no-op tools; ``adaptive``: FastMCP's default interval, so ``pollIntervalMs`` adapts."""
-    mcp = FastMCP(name)
-    mcp.add_extension(extension)
-    fixed = {} if adaptive else {"poll_interval": timedelta(milliseconds=20)}
-
-    @mcp.tool(task=TaskConfig(mode="required", **fixed))
-    async def echo(text: str) -> str:
-        return text
-
-    # A short tool (a FastMCP ``timeout`` below 30 s): its legs are local by default.
-    @mcp.tool(task=TaskConfig(mode="required", **fixed), timeout=10)
-    async def echo_short(text: str) -> str:
-        return text
-
-    @mcp.tool
-    async def echo_sync(text: str) -> str:
-        return text
-
-    # task=True (optional): a client without the tasks extension gets a durable sync call.
-    @mcp.tool(task=TaskConfig(mode="optional", **fixed))
-    async def echo_plain(text: str) -> str:
-        return text
-
-    @mcp.tool(task=TaskConfig(mode="optional", **fixed), timeout=10)
-    async def echo_plain_short(text: str) -> str:
-        return text
-
-    return mcp
 
 
 def mcp_sync_call(client: Client) -> tuple[Create, Get]:
@@ -267,37 +222,6 @@ def mcp_task_calls(client: Client, tool: str) -> tuple[Create, Get]:
     return create, get
 
 
-@asynccontextmanager
-async def redis_server(appendonly: bool) -> AsyncIterator[tuple[str, int]]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
-    port = free_port()
-    data = tempfile.mkdtemp(prefix="bench-redis-")
-    process = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            data,
-            "--save",
-            "",
-            "--appendonly",
-            "yes" if appendonly else "no",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        await asyncio.sleep(0.5)
-        yield f"redis://127.0.0.1:{port}/0", process.pid
-    finally:
-        process.terminate()
-        process.wait()
-
-
 @dataclass
 class System:
     """One row: how to create and read a task, and whose CPU is the backend's."""
@@ -310,36 +234,6 @@ class System:
     delay: Delay | None = None
     #: Entered around each of this row's measurements (rows are measured one at a time).
     setup: Callable[[], Any] | None = None
-
-
-async def _not_ended_here(*_: Any) -> None:
-    return None
-
-
-def full_wait() -> AbstractContextManager[Any]:
-    """Before: the wait reads the history's first page, then long-polls for each batch of events.
-
-    As every durable synchronous call waited before ``sync_calls._ended_here``, which reads
-    only the close event of a task run in this process.
-    """
-    return mock.patch.object(sync_calls, "_ended_here", _not_ended_here)
-
-
-def wait_without_run_id() -> AbstractContextManager[Any]:
-    """Before: the wait's long poll named the workflow only, so the server looked up its run."""
-    fresh = sync_calls.ended
-
-    async def ended(engine: Any, task_id: str, scope: Any, *, run_id: Any = None) -> Any:
-        return await fresh(engine, task_id, scope)
-
-    return mock.patch.object(sync_calls, "ended", ended)
-
-
-def no_patch_markers() -> AbstractContextManager[Any]:
-    """Bench only, an upper bound: every ``workflow.patched`` is True with no marker written."""
-    from temporalio import workflow as temporal_workflow
-
-    return mock.patch.object(temporal_workflow, "patched", lambda _id: True)
 
 
 @dataclass
@@ -367,9 +261,9 @@ class Totals:
         )
 
 
-async def warm_up(system: System) -> None:
+async def warm_up(system: System, calls: int) -> None:
     """First calls pay for pollers, caches and sandboxes; they are not measured."""
-    for i in range(10):
+    for i in range(calls):
         handle = await system.create(i)
         if system.finish is not None:
             await system.finish(handle)
@@ -539,7 +433,7 @@ async def apart_systems(
     """
     queue = f"bench-apart-{uuid.uuid4().hex[:8]}"
     worker = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("echo_worker.py")), address, queue],
+        [sys.executable, str(Path(__file__).parent / "support" / "echo_worker.py"), address, queue],
         stdout=subprocess.PIPE,
     )
     stack.callback(worker.wait, 30)
@@ -566,7 +460,13 @@ async def apart_systems(
 
 
 async def main(
-    n: int, concurrencies: list[int], poll_ms: int, rounds: int, only: list[str]
+    n: int,
+    concurrencies: list[int],
+    poll_ms: int,
+    rounds: int,
+    only: list[str],
+    warm_up_calls: int = 10,
+    redis: bool = True,
 ) -> None:
     poll_s = poll_ms / 1000
     async with AsyncExitStack() as stack:
@@ -600,7 +500,7 @@ async def main(
                 Client(echo_server(TasksExtension(url="memory://")))
             )
             systems.append(System(PEER_MEMORY, *mcp_task_calls(memory, "echo"), lambda: None))
-        if wanted(PEER_REDIS):
+        if redis and wanted(PEER_REDIS):
             url, redis_pid = await stack.enter_async_context(redis_server(appendonly=True))
             redis = await stack.enter_async_context(Client(echo_server(TasksExtension(url=url))))
             systems.append(System(PEER_REDIS, *mcp_task_calls(redis, "echo"), lambda: redis_pid))
@@ -609,7 +509,7 @@ async def main(
 
         for system in systems:
             with system.setup() if system.setup else nullcontext():
-                await warm_up(system)
+                await warm_up(system, warm_up_calls)
         totals = {(s.name, c): Totals() for s in systems for c in concurrencies}
         for concurrency in concurrencies:
             # Round-robin, so that a slow spell of the machine hits every row alike.
@@ -799,5 +699,19 @@ if __name__ == "__main__":
     parser.add_argument(
         "--only", nargs="*", default=[], help="only the rows whose name contains one of these"
     )
-    args = parser.parse_args()
-    asyncio.run(main(args.n, args.concurrency, args.poll_ms, args.rounds, args.only))
+    parser.add_argument("--warm-up", type=int, default=10, help="unmeasured calls per row first")
+    parser.add_argument(
+        "--no-redis", action="store_true", help="leave out the peer on Redis (needs redis-server)"
+    )
+    args = parse_args(parser, n=2, concurrency=[1, 2], rounds=1, warm_up=1, no_redis=True)
+    asyncio.run(
+        main(
+            args.n,
+            args.concurrency,
+            args.poll_ms,
+            args.rounds,
+            args.only,
+            args.warm_up,
+            not args.no_redis,
+        )
+    )

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from fastmcp import Client, FastMCP
+from support.smoke import parse_args
 
 from fastmcp_temporal import DevServer, TemporalTasks
 
@@ -81,7 +82,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cold", type=int, default=3)
     parser.add_argument("--warm", type=int, default=20)
-    args = parser.parse_args()
+    args = parse_args(parser, cold=1, warm=2)
     before_times = await before(args.cold)
     cold_times = await cold(args.cold)
     warm_times = await warm(args.warm)

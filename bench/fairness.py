@@ -33,10 +33,9 @@ import httpx
 from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.utilities.tests import run_server_async
+from support.mcp_http import McpHttp
+from support.smoke import parse_args
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.mcp_http import McpHttp
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.temporal.connection import exit_now
 from fastmcp_temporal.testing import shared_temporal
@@ -143,7 +142,8 @@ async def main(args: argparse.Namespace) -> None:
                 mode = "on" if fair else "off"
                 print(f"round {round_number + 1} fairness {mode}: {outcome}", file=sys.stderr)
     text = report(args, results)
-    Path(args.out).write_text(text)
+    if args.out is not None:
+        Path(args.out).write_text(text)
     print(text)
 
 
@@ -191,5 +191,5 @@ if __name__ == "__main__":
     parser.add_argument("--slots", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--out", default="bench/results/fairness.md")
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(parse_args(parser, flood=8, leg_s=0.2, slots=2, out=None)))
     exit_now(0)  # skip finalization: temporalio/sdk-python#300

@@ -25,6 +25,7 @@ import fastmcp_tasks  # noqa: F401
 import mcp_types
 from fastmcp import Client, Context, FastMCP
 from fastmcp_tasks import call_tool_task
+from support.smoke import parse_args
 
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.client import update_task
@@ -101,5 +102,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--parked", type=int, default=200)
-    args = parser.parse_args()
+    args = parse_args(parser, n=2, parked=3)
     asyncio.run(main(args.n, args.parked))

@@ -3,7 +3,7 @@
     .venv/bin/python bench/large_payloads.py > bench/results/large_payloads.md
 
 A task tool returns 100 KB, 1 MB, 10 MB and 50 MB of text (one text block,
-``bench/payload_server.py``). Each server is its own process on 127.0.0.1,
+``bench/support/payload_server.py``). Each server is its own process on 127.0.0.1,
 reached over streamable HTTP by a FastMCP client in this process:
 
 - **fastmcp-temporal**, the embedded default (``TemporalTasks()``: dev server,
@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import fastmcp_tasks  # noqa: F401  (client half)
-from compare import redis_server
 from fastmcp import Client
 from fastmcp_tasks import call_tool_task
-from payload_server import text_of
+from support.payload_server import text_of
+from support.servers import redis_server
+from support.smoke import parse_args
 
 from fastmcp_temporal.server.embedded.devserver import free_port
 
@@ -93,7 +94,7 @@ async def server(*args: str) -> AsyncIterator[tuple[str, int]]:
     port = free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(HERE / "payload_server.py"),
+        str(HERE / "support" / "payload_server.py"),
         "--port",
         str(port),
         *args,
@@ -139,23 +140,24 @@ async def synchronously(client: Client, size: int, row: Row) -> None:
         raise AssertionError("the result differs from what the tool returned")
 
 
-async def main(rounds: int) -> None:
+async def main(rounds: int, sizes: list[str], repeats: int | None, redis: bool) -> None:
     async with AsyncExitStack() as stack:
         data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-payloads-"))
         temporal_url, temporal_pid = await stack.enter_async_context(
             server("--backend", "temporal", "--data-dir", data_dir)
         )
-        redis_url, _ = await stack.enter_async_context(redis_server(appendonly=True))
-        peer_url, peer_pid = await stack.enter_async_context(
-            server("--backend", "redis", "--url", redis_url)
-        )
         temporal = await stack.enter_async_context(Client(temporal_url, timeout=600))
-        peer = await stack.enter_async_context(Client(peer_url, timeout=600))
         systems: list[tuple[str, Client, int, Measure]] = [
             ("fastmcp-temporal (embedded default, disk store)", temporal, temporal_pid, as_task),
             ("FastMCP synchronous `tools/call` (no task)", temporal, temporal_pid, synchronously),
-            ("fastmcp-tasks, Redis (AOF on)", peer, peer_pid, as_task),
         ]
+        if redis:
+            redis_url, _ = await stack.enter_async_context(redis_server(appendonly=True))
+            peer_url, peer_pid = await stack.enter_async_context(
+                server("--backend", "redis", "--url", redis_url)
+            )
+            peer = await stack.enter_async_context(Client(peer_url, timeout=600))
+            systems.append(("fastmcp-tasks, Redis (AOF on)", peer, peer_pid, as_task))
         for _, client, _, measure in systems:  # warm up: pollers, caches, sandboxes
             for _ in range(3):
                 await measure(client, 1000, Row())
@@ -164,9 +166,10 @@ async def main(rounds: int) -> None:
             "| server peak RSS MB | errors |"
         )
         print("|---|---|---|---|---|---|---|")
-        for label, size in SIZES.items():
+        for label in sizes:
+            size = SIZES[label]
             rows = {name: Row() for name, *_ in systems}
-            per_round = max(1, REPEATS[size] // rounds)
+            per_round = max(1, (repeats or REPEATS[size]) // rounds)
             for _ in range(rounds):
                 for name, client, pid, measure in systems:
                     row = rows[name]
@@ -186,4 +189,10 @@ async def main(rounds: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=2)
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
+    parser.add_argument("--repeats", type=int, help="calls per size and system (default: by size)")
+    parser.add_argument(
+        "--no-redis", action="store_true", help="leave out the peer on Redis (needs redis-server)"
+    )
+    args = parse_args(parser, rounds=1, sizes=["100 KB", "1 MB"], repeats=1, no_redis=True)
+    asyncio.run(main(args.rounds, args.sizes, args.repeats, not args.no_redis))

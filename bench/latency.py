@@ -23,7 +23,8 @@ from typing import Any
 import fastmcp_tasks  # noqa: F401
 from fastmcp import Client, FastMCP
 from fastmcp_tasks import call_tool_task
-from raw_engine import RUNNER, EchoWorkflow, echo_activity
+from support.raw_engine import RUNNER, EchoWorkflow, echo_activity
+from support.smoke import parse_args
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
@@ -128,4 +129,4 @@ async def main(n: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=200)
-    asyncio.run(main(parser.parse_args().n))
+    asyncio.run(main(parse_args(parser, n=3).n))

@@ -30,9 +30,12 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from compare import cpu_seconds, echo_server
+import fastmcp_tasks  # noqa: F401  (the client half: declares the tasks extension)
 from fastmcp import Client
-from raw_engine import RUNNER, EchoWorkflow, echo_activity
+from support.measure import cpu_seconds
+from support.raw_engine import RUNNER, EchoWorkflow, echo_activity
+from support.servers import echo_server
+from support.smoke import parse_args
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowHandle
@@ -181,5 +184,5 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=400)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 20])
     parser.add_argument("--rounds", type=int, default=8)
-    args = parser.parse_args()
+    args = parse_args(parser, n=2, concurrency=[1, 2], rounds=1)
     asyncio.run(main(args.n, args.concurrency, args.rounds))

@@ -24,6 +24,7 @@ import fastmcp_tasks  # noqa: F401
 import mcp_types
 from fastmcp import Client, Context, FastMCP
 from fastmcp_tasks import call_tool_task
+from support.smoke import parse_args
 
 from fastmcp_temporal import TemporalTasks
 
@@ -45,7 +46,7 @@ def rss_mb(pid: int | str = "self") -> float:
     return float("nan")
 
 
-async def main(n: int, concurrency: int, sample: int) -> None:
+async def main(n: int, concurrency: int, sample: int, settle_s: float) -> None:
     extension = TemporalTasks(
         data_dir=tempfile.mkdtemp(prefix="bench-parked-"), ui=False, ttl_ms=3_600_000
     )
@@ -70,7 +71,7 @@ async def main(n: int, concurrency: int, sample: int) -> None:
 
         await asyncio.gather(*(park() for _ in range(concurrency)))
         parked_s = time.perf_counter() - began
-        await asyncio.sleep(5)  # let the worker settle (cache, GC)
+        await asyncio.sleep(settle_s)  # let the worker settle (cache, GC)
         assert extension.dev_server is not None
         rss_after, rss_server = rss_mb(), rss_mb(extension.dev_server.temporal_pid)
         latencies = []
@@ -99,5 +100,6 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--sample", type=int, default=300)
-    args = parser.parse_args()
-    asyncio.run(main(args.n, args.concurrency, args.sample))
+    parser.add_argument("--settle-s", type=float, default=5.0, help="idle before the reads")
+    args = parse_args(parser, n=5, concurrency=2, sample=3, settle_s=0.0)
+    asyncio.run(main(args.n, args.concurrency, args.sample, args.settle_s))

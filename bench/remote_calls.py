@@ -39,8 +39,9 @@ from pathlib import Path
 import httpx
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import run_server_async
-from mcp_http import McpHttp
-from remote_call_workflow import TimedRemoteCalls
+from support.mcp_http import McpHttp
+from support.remote_call_workflow import TimedRemoteCalls
+from support.smoke import parse_args
 
 from fastmcp_temporal import DevServer, RemoteServer, TemporalTasks, workflow_tool
 from fastmcp_temporal.client import TasksClientExtension, call_tool_task
@@ -189,7 +190,7 @@ if __name__ == "__main__":
     parser.add_argument("--fanouts", type=int, default=3)
     parser.add_argument("--width", type=int, default=50)
     parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
+    args = parse_args(parser, n=2, fanouts=1, width=3, out=None)
     text = asyncio.run(main(args.n, args.fanouts, args.width))
     print(text)
     if args.out:

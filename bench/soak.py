@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/soak.py --minutes 10 --out bench/results/soak.md
 
-Starts ``bench/soak_server.py`` as a stateless front end (``fastmcp run``, HTTP)
+Starts ``bench/support/soak_server.py`` as a stateless front end (``fastmcp run``, HTTP)
 and as a worker (``fastmcp-temporal worker``) on the embedded Temporal the
 front end starts, both with their Prometheus endpoint on. ``--clients`` spec
 clients (raw JSON-RPC over HTTP, each honouring ``pollIntervalMs``) create
@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from support.mcp_http import McpHttp
+from support.smoke import parse_args
+
+from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.mcp_http import McpHttp  # noqa: E402
-from fastmcp_temporal.server.embedded.shared import EmbeddedServer  # noqa: E402
 
 KINDS = ("quick", "slow", "asking")
 SAMPLE_EVERY_S = 10.0
@@ -64,9 +64,13 @@ class SoakClient(McpHttp):
     """A spec client that declares elicitation, so the asking tool may ask it."""
 
     def _request(
-        self, method: str, params: dict[str, Any]
+        self,
+        method: str,
+        params: dict[str, Any],
+        declare_tasks: bool = True,
+        meta: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], dict[str, str]]:
-        body, headers = super()._request(method, params)
+        body, headers = super()._request(method, params, declare_tasks, meta)
         body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = {}
         return body, headers
 
@@ -97,7 +101,7 @@ def processes(data_dir: Path, port: int, metrics_ports: tuple[int, int]) -> Iter
         [
             str(bin_dir / "fastmcp"),
             "run",
-            "bench/soak_server.py",
+            "bench/support/soak_server.py",
             "--transport",
             "http",
             *("--host", "127.0.0.1", "--port", str(port)),
@@ -116,7 +120,7 @@ def processes(data_dir: Path, port: int, metrics_ports: tuple[int, int]) -> Iter
     try:
         wait_for_port(port)
         worker = subprocess.Popen(
-            [str(bin_dir / "fastmcp-temporal"), "worker", "bench/soak_server.py"],
+            [str(bin_dir / "fastmcp-temporal"), "worker", "bench/support/soak_server.py"],
             cwd=ROOT,
             env={**env, "FASTMCP_TEMPORAL_METRICS_PORT": str(metrics_ports[1])},
             stdout=subprocess.DEVNULL,
@@ -330,7 +334,8 @@ if __name__ == "__main__":
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--out", default="bench/results/soak.md")
-    arguments = parser.parse_args()
+    arguments = parse_args(parser, minutes=0.1, clients=2, out=None)
     text = asyncio.run(run(arguments))
-    Path(arguments.out).write_text(text)
+    if arguments.out is not None:
+        Path(arguments.out).write_text(text)
     print(text)

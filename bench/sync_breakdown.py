@@ -1,7 +1,7 @@
 """Where a durable synchronous call's time goes: phases and Temporal RPCs of one call.
 
-    .venv/bin/python bench/sync_breakdown.py --n 60 > bench/results/sync_breakdown.md
-    .venv/bin/python bench/sync_breakdown.py --n 60 --tool default
+    .venv/bin/python bench/sync_breakdown.py --n 60
+    .venv/bin/python bench/sync_breakdown.py --n 60 --tool default --progress
 
 A ``task=True`` short tool (local legs; ``--tool default``: a plain ``task=True``
 tool, whose legs are regular activities) on the embedded default (eager start,
@@ -32,13 +32,14 @@ from typing import Any
 
 import httpx
 import temporalio.service as service
-from compare import full_wait
 from fastmcp import FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp.utilities.tests import run_server_async
-from mcp_http import McpHttp
-from raw_engine import RUNNER, EchoWorkflow, echo_activity
-from sandbox_toggle import task_workflows_sandboxed
+from support.mcp_http import McpHttp
+from support.raw_engine import RUNNER, EchoWorkflow, echo_activity
+from support.sandbox_toggle import task_workflows_sandboxed
+from support.smoke import parse_args
+from support.sync_before import full_wait
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
@@ -247,8 +248,10 @@ def relay_with_its_own_tail() -> None:
     """The progress relay as before ``SharedTail``: its own long polls beside the wait's."""
     shared = sync_calls.relay_progress
 
-    async def relay(engine: Any, workflow_id: str, context: Any, tail: Any = None) -> None:
-        await shared(engine, workflow_id, context)
+    async def relay(
+        engine: Any, workflow_id: str, context: Any, tail: Any = None, relayed: Any = None
+    ) -> None:
+        await shared(engine, workflow_id, context, relayed=relayed)
 
     sync_calls.relay_progress = relay
 
@@ -370,6 +373,6 @@ if __name__ == "__main__":
         default="short",
         help="short: local legs (timeout=10); default: a plain task=True tool, activity legs",
     )
-    args = parser.parse_args()
+    args = parse_args(parser, n=2)
     with full_wait() if args.full_wait else contextlib.nullcontext():
         asyncio.run(main(args.n, args.progress, args.before, args.sandboxed, SHAPES[args.tool]))

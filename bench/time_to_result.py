@@ -4,12 +4,12 @@
     .venv/bin/python bench/time_to_result.py --n 10 --rounds 10 --reads 20 \
         --out bench/results/time_to_result_one_at_a_time.md
 
-Part 1 -- completion latency. A ``crunch`` tool sleeps 2 s and records the
+Part 1 -- completion latency. A ``crunch`` tool sleeps 2 s (``--tool-s``) and records the
 moment it returns; each client records the moment it learns the task is
 ``completed``. Both servers run in this process behind real streamable HTTP
 (uvicorn on 127.0.0.1): fastmcp-temporal embedded (``TemporalTasks()``, its own
 dev server, in-process worker) and the peer fastmcp-tasks 4.1.4 on a real
-``redis-server`` with ``appendonly yes``. Clients:
+``redis-server`` with ``appendonly yes`` (``--no-redis`` leaves it out). Clients:
 
 (a) a spec client honouring ``pollIntervalMs``: ``tasks/get``, sleep the
     interval the last answer carried, repeat (raw JSON-RPC over one HTTP client);
@@ -18,7 +18,7 @@ dev server, in-process worker) and the peer fastmcp-tasks 4.1.4 on a real
     ``tools/call``, done at the first ``notifications/tasks`` saying
     ``completed`` (fastmcp-temporal only: the peer answers ``-32601``);
     row (c, before) follows its tasks with the watcher as it was before
-    (``watch_before.py``: a read on every wake), on the same server; row (c,
+    (``support/watch_before.py``: a read on every wake), on the same server; row (c,
     a short tool) calls the same body declared with FastMCP's ``timeout=10``,
     so its legs run as local activities (the default for short tools).
 
@@ -58,24 +58,24 @@ from typing import Any
 import fastmcp_tasks  # noqa: F401  (the client half of the tasks extension)
 import httpx
 import mcp_types
-from compare import redis_server
 from fastmcp import Client, Context, FastMCP
 from fastmcp.utilities.tests import run_server_async
 from fastmcp_tasks import TasksExtension, call_tool_task
 from fastmcp_tasks.client import _send_update
-from mcp_http import McpHttp
+from support.mcp_http import McpHttp
+from support.servers import redis_server
+from support.smoke import parse_args
+from support.watch_before import serve_tasks_the_old_way
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
-from watch_before import serve_tasks_the_old_way
 
 from fastmcp_temporal import McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.server.tasks import task_watch
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.workflows.models import VIEW_QUERY
 
-TOOL_SECONDS = 2.0
 OURS, PEER = "fastmcp-temporal", "fastmcp-tasks on Redis"
 POLLING = "client honouring pollIntervalMs"
 FASTMCP = "FastMCP client (fastmcp_tasks back-off)"
@@ -119,20 +119,20 @@ def timing_close_wakes() -> Iterator[None]:
         tail.next_change = current  # type: ignore[method-assign]
 
 
-def crunch_server(extension: Any) -> FastMCP:
+def crunch_server(extension: Any, tool_s: float) -> FastMCP:
     mcp = FastMCP("bench")
     mcp.add_extension(extension)
 
     @mcp.tool(task=True)
     async def crunch(token: str) -> str:
-        await asyncio.sleep(TOOL_SECONDS)
+        await asyncio.sleep(tool_s)
         FINISHED[token] = time.time()
         return token
 
     # The same body, declared short (a FastMCP ``timeout`` below 30 s): local legs by default.
     @mcp.tool(task=True, timeout=10)
     async def crunch_short(token: str) -> str:
-        await asyncio.sleep(TOOL_SECONDS)
+        await asyncio.sleep(tool_s)
         FINISHED[token] = time.time()
         return token
 
@@ -200,18 +200,18 @@ def pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def completion_latency(n: int, rounds: int) -> list[str]:
+async def completion_latency(n: int, rounds: int, tool_s: float, redis: bool) -> list[str]:
     async with contextlib.AsyncExitStack() as stack:
         data_dir = Path(tempfile.mkdtemp(prefix="bench-ttr-"))
         ours = TemporalTasks(data_dir=data_dir, ui=False)
-        ours_url = await stack.enter_async_context(run_server_async(crunch_server(ours)))
+        ours_url = await stack.enter_async_context(run_server_async(crunch_server(ours, tool_s)))
         old_way = stack.enter_context(serve_tasks_the_old_way())
         stack.enter_context(timing_close_wakes())
         assert ours.dev_server is not None
         apart_queue = f"ttr-apart-{uuid.uuid4().hex[:8]}"
-        worker_script = str(Path(__file__).with_name("crunch_worker.py"))
+        worker_script = str(Path(__file__).parent / "support" / "crunch_worker.py")
         worker = subprocess.Popen(
-            [sys.executable, worker_script, ours.dev_server.address, apart_queue],
+            [sys.executable, worker_script, ours.dev_server.address, apart_queue, str(tool_s)],
             stdout=subprocess.PIPE,
         )
         stack.callback(worker.wait, 30)
@@ -220,10 +220,8 @@ async def completion_latency(n: int, rounds: int) -> list[str]:
         front_end = TemporalTasks(
             address=ours.dev_server.address, task_queue=apart_queue, run_worker=False
         )
-        apart_url = await stack.enter_async_context(run_server_async(crunch_server(front_end)))
-        redis_url, _ = await stack.enter_async_context(redis_server(appendonly=True))
-        peer_url = await stack.enter_async_context(
-            run_server_async(crunch_server(TasksExtension(url=redis_url)))
+        apart_url = await stack.enter_async_context(
+            run_server_async(crunch_server(front_end, tool_s))
         )
         # Idle connections are dropped before uvicorn's 5 s keep-alive closes
         # them under a request (a client sleeping a 5 s interval would race it).
@@ -232,7 +230,6 @@ async def completion_latency(n: int, rounds: int) -> list[str]:
             httpx.AsyncClient(timeout=httpx.Timeout(60, read=None), limits=limits)
         )
         ours_client = await stack.enter_async_context(Client(ours_url))
-        peer_client = await stack.enter_async_context(Client(peer_url))
         rows: dict[str, Client_] = {
             "fastmcp-temporal, (a) client honouring pollIntervalMs": polling_client(
                 McpHttp(ours_url, http)
@@ -244,13 +241,19 @@ async def completion_latency(n: int, rounds: int) -> list[str]:
             LISTENING_BEFORE: listening_client(McpHttp(ours_url, http), old_way),
             LISTENING_APART: listening_client(McpHttp(apart_url, http)),
             LISTENING_SHORT: listening_client(McpHttp(ours_url, http), tool="crunch_short"),
-            "fastmcp-tasks on Redis, (a) client honouring pollIntervalMs": polling_client(
-                McpHttp(peer_url, http)
-            ),
-            "fastmcp-tasks on Redis, (b) FastMCP client (fastmcp_tasks back-off)": fastmcp_client(
-                peer_client
-            ),
         }
+        if redis:
+            redis_url, _ = await stack.enter_async_context(redis_server(appendonly=True))
+            peer_url = await stack.enter_async_context(
+                run_server_async(crunch_server(TasksExtension(url=redis_url), tool_s))
+            )
+            peer_client = await stack.enter_async_context(Client(peer_url))
+            rows["fastmcp-tasks on Redis, (a) client honouring pollIntervalMs"] = polling_client(
+                McpHttp(peer_url, http)
+            )
+            rows["fastmcp-tasks on Redis, (b) FastMCP client (fastmcp_tasks back-off)"] = (
+                fastmcp_client(peer_client)
+            )
         for run in rows.values():  # warm up: pollers, caches, connections
             await run(f"warm-{uuid.uuid4().hex}")
         late: dict[str, list[float]] = {name: [] for name in rows}
@@ -278,7 +281,7 @@ async def completion_latency(n: int, rounds: int) -> list[str]:
             for name in (LISTENING, LISTENING_BEFORE, LISTENING_APART)
         }
     lines = [
-        f"Tool runs {TOOL_SECONDS:.0f} s; {per_round * rounds} tasks per row, "
+        f"Tool runs {tool_s:g} s; {per_round * rounds} tasks per row, "
         f"{per_round} at a time, {rounds} interleaved rounds.",
         "",
         "| system, client | tool returned → client knows p50 / p99 (ms) "
@@ -427,12 +430,14 @@ async def reads_without_worker(n: int) -> list[str]:
     ]
 
 
-async def main(n: int, rounds: int, reads: int, out: Path) -> None:
-    """Write the tables to ``out`` (stdout carries the servers' access logs)."""
+async def main(
+    n: int, rounds: int, reads: int, out: Path | None, tool_s: float, redis: bool
+) -> None:
+    """Write the tables to ``out`` (stdout carries the servers' access logs), or to stdout."""
     command = " ".join([".venv/bin/python", *sys.argv])
     load = os.getloadavg()[0]
     lines = ["## Completion latency: tool returns → client knows", ""]
-    lines += await completion_latency(n, rounds)
+    lines += await completion_latency(n, rounds, tool_s, redis)
     loads = f"{load:.1f} before, {os.getloadavg()[0]:.1f} after"
     lines[:0] = [
         f"Measured with `{command}` ({os.cpu_count()} cores, shared; 1-minute load "
@@ -441,7 +446,11 @@ async def main(n: int, rounds: int, reads: int, out: Path) -> None:
     ]
     lines += ["", "## `tasks/get` with no worker, after `tasks/update`", ""]
     lines += await reads_without_worker(reads)
-    out.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    if out is None:
+        print(text)
+    else:
+        out.write_text(text)
 
 
 if __name__ == "__main__":
@@ -450,5 +459,9 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--reads", type=int, default=100, help="no-worker reads after an update")
     parser.add_argument("--out", type=Path, default=Path("bench/results/time_to_result.md"))
-    args = parser.parse_args()
-    asyncio.run(main(args.n, args.rounds, args.reads, args.out))
+    parser.add_argument("--tool-s", type=float, default=2.0, help="how long the tool runs")
+    parser.add_argument(
+        "--no-redis", action="store_true", help="leave out the peer on Redis (needs redis-server)"
+    )
+    args = parse_args(parser, n=1, rounds=1, reads=1, out=None, tool_s=0.2, no_redis=True)
+    asyncio.run(main(args.n, args.rounds, args.reads, args.out, args.tool_s, not args.no_redis))

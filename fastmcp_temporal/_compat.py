@@ -4,7 +4,10 @@ fastmcp_temporal serves the same tasks on FastMCP 4.1.4+ and 4.2.x. Where it
 needs something those libraries do not offer publicly (an underscore
 attribute, a context variable, a monkeypatch), it goes through this module and
 nowhere else, so a new FastMCP or SDK release is checked here, line by line.
-Each touchpoint says *why* it exists and *when to delete it*.
+Each touchpoint says *why* it exists and *when to delete it*; each patch also
+says what it reaches (*scope*): ``route_progress_dependency`` swaps a method of
+a FastMCP class for the whole process while a ``TemporalTasks`` runs in it, and
+``serve_listen`` wraps one server's low-level server.
 
 The one behaviour FastMCP changed between the two lines: on 4.1 the level a
 client sets with ``logging/setLevel`` is kept per session on the server, and a
@@ -24,7 +27,6 @@ import anyio
 import fastmcp.server.context as _fastmcp_context
 import fastmcp.server.http as _fastmcp_http
 import mcp_types
-import mcp_types.methods as _sdk_methods
 from fastmcp.server.dependencies import Progress
 from fastmcp.server.dependencies import _background_task_headers as _bg_headers
 from fastmcp.server.dependencies import _background_task_session_id as _bg_session_id
@@ -211,6 +213,13 @@ def route_progress_dependency(source: Callable[[], Any] | None) -> None:
     leg's progress must reach its heartbeats. This swaps ``Progress.__aenter__``
     and sets ``Progress._impl``. Delete when FastMCP has a progress-sink hook
     (as it has ``set_background_context_factory`` for contexts).
+
+    Scope: the whole process, as narrow as it can be. FastMCP enters the
+    ``Progress()`` default of any tool of any server through the class, and has
+    no per-server or per-call hook. It is swapped in while at least one
+    ``TemporalTasks`` lifespan runs in the process (``activities.progress``
+    counts them) and is inert outside a leg: there ``source()`` returns
+    ``None`` and FastMCP's own ``__aenter__`` runs.
     """
     global _progress_source, _original_progress_aenter
     _progress_source = source
@@ -220,43 +229,6 @@ def route_progress_dependency(source: Callable[[], Any] | None) -> None:
     elif source is None and _original_progress_aenter is not None:
         Progress.__aenter__ = _original_progress_aenter  # type: ignore[method-assign]
         _original_progress_aenter = None
-
-
-# -- the task result on a modern tools/call ------------------------------------
-
-_original_serialize: Any = None
-
-
-def _serialize_keeping_task_results(
-    method: str, version: str, data: Mapping[str, Any], **kwargs: Any
-) -> dict[str, Any]:
-    if (
-        not kwargs
-        and method == "tools/call"
-        and version in MODERN_PROTOCOL_VERSIONS
-        and data.get("resultType") == "task"
-    ):
-        return dict(data)
-    return _original_serialize(method, version, data, **kwargs)
-
-
-def pass_task_results_through(enabled: bool) -> None:
-    """Let a modern ``tools/call`` answer with a ``CreateTaskResult`` intact (or stop).
-
-    Why: the SDK sieves a ``tools/call`` result through its per-version surface
-    (``CallToolResult | InputRequiredResult``), which strips every task field,
-    and offers no server-side way to declare a produced shape; this wraps
-    ``mcp_types.methods.serialize_server_result`` so a result tagged
-    ``resultType: "task"`` passes unchanged (everything else is delegated).
-    Delete when the SDK lets a server extension declare result shapes.
-    """
-    global _original_serialize
-    if enabled and _original_serialize is None:
-        _original_serialize = _sdk_methods.serialize_server_result
-        _sdk_methods.serialize_server_result = _serialize_keeping_task_results  # type: ignore[assignment]
-    elif not enabled and _original_serialize is not None:
-        _sdk_methods.serialize_server_result = _original_serialize
-        _original_serialize = None
 
 
 # -- temporalio ------------------------------------------------------------------
@@ -270,21 +242,6 @@ def workflow_run_signature(workflow_class: type) -> tuple[str | None, Callable[.
     """
     definition = workflow._Definition.must_from_class(workflow_class)
     return definition.name, definition.run_fn
-
-
-def memoize_default_build_id() -> None:
-    """Compute temporalio's default worker build id now, memoized in this process.
-
-    Why: without an explicit build id, a ``Worker`` hashes the code of every loaded
-    module (about 0.3 CPU-seconds over FastMCP, the MCP SDK and temporalio), once per
-    process. The test suite's zygote (``tests/processes/zygote.py``) calls this before
-    it forks, so the processes it forks inherit the value instead of each hashing the
-    same modules again. temporalio exports ``load_default_build_id`` only from its
-    private ``_worker`` module. Delete when it is public, or when the zygote goes.
-    """
-    from temporalio.worker._worker import load_default_build_id
-
-    load_default_build_id()
 
 
 # -- the client helper -------------------------------------------------------------
@@ -312,32 +269,6 @@ def client_elicitation_callback(client: Client) -> ElicitationFnT | None:
     return client._elicitation_callback
 
 
-__all__ = [
-    "LOG_LEVEL_PER_SESSION",
-    "StatefulSessions",
-    "client_elicitation_callback",
-    "is_client_tool_call",
-    "live_session_log_level",
-    "low_level_server",
-    "masks_error_details",
-    "mounted_origin",
-    "parse_tool_result",
-    "pass_task_results_through",
-    "peer_cancelled",
-    "registered_extension",
-    "resolve_param_hints",
-    "restore_request_identity",
-    "route_progress_dependency",
-    "server_lifespan",
-    "session_log_level",
-    "stop_accepting",
-    "use_session_manager",
-    "uvicorn_server_of",
-    "validate_tool_input",
-    "workflow_run_signature",
-]
-
-
 # -- subscriptions/listen ---------------------------------------------------------
 
 
@@ -354,6 +285,9 @@ __all__ = [
 # our handler (all four off on that era; other eras are untouched).
 # Delete when FastMCP serves ``subscriptions/listen`` itself with a pluggable
 # handler or lets an extension contribute events (``taskIds``) to its stream.
+# Scope: the one server given (its low-level server's handler table and
+# ``get_capabilities``), for that server's life; other servers of the process
+# are untouched.
 def serve_listen(server: FastMCP, handler: Any) -> None:
     """Make ``handler`` the server's ``subscriptions/listen`` handler (for ``taskIds`` only)."""
     from mcp_types import SubscriptionsListenRequestParams
@@ -502,3 +436,29 @@ def low_level_server(server: FastMCP) -> Any:
     Why: only ``FastMCP._mcp_server`` leads to it. Delete with ``StatefulSessions``.
     """
     return server._mcp_server
+
+
+__all__ = [
+    "LOG_LEVEL_PER_SESSION",
+    "StatefulSessions",
+    "client_elicitation_callback",
+    "is_client_tool_call",
+    "live_session_log_level",
+    "low_level_server",
+    "masks_error_details",
+    "mounted_origin",
+    "parse_tool_result",
+    "peer_cancelled",
+    "registered_extension",
+    "resolve_param_hints",
+    "restore_request_identity",
+    "route_progress_dependency",
+    "serve_listen",
+    "server_lifespan",
+    "session_log_level",
+    "stop_accepting",
+    "use_session_manager",
+    "uvicorn_server_of",
+    "validate_tool_input",
+    "workflow_run_signature",
+]

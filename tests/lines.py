@@ -29,7 +29,7 @@ EVERY_LINE: dict[str, str] = {
     "test_wire": "the SEP-2663 wire as FastMCP's request handling serves it",
     "test_client": "fastmcp_temporal.client on the line's FastMCP Client",
     "test_result_parity": "tool results through the SDK's per-version serializer "
-    "(_compat.pass_task_results_through, parse_tool_result)",
+    "and the line's runner (_compat.parse_tool_result)",
     "test_task_context": "FastMCP's Context inside a task: log levels per line "
     "(_compat.LOG_LEVEL_PER_SESSION), progress routing",
     "test_peer_parity": "what a task tool observes, against the peer where it exists",

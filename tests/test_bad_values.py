@@ -27,7 +27,7 @@ from fastmcp_temporal.testing import EmbeddedServer
 from tests.helpers import declares_elicitation
 from tests.ports import free_port, run_server_async
 from tests.processes.running import Process
-from tests.test_isolation_and_bad_input import (
+from tests.raw_tasks import (
     ACCEPT,
     assert_clean,
     build_server,

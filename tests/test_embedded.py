@@ -15,7 +15,6 @@ import socket
 from pathlib import Path
 
 import httpx
-import mcp_types.methods
 import pytest
 from fastmcp import Client, FastMCP
 from temporalio.client import Client as TemporalClient
@@ -23,7 +22,6 @@ from temporalio.client import Client as TemporalClient
 from fastmcp_temporal import DevServer, TemporalTasks
 from fastmcp_temporal.server.embedded import devserver, shared
 from fastmcp_temporal.server.extension import startup_line
-from fastmcp_temporal.server.protocol import wire_production
 from fastmcp_temporal.testing import shared_temporal
 from tests.helpers import eventually
 
@@ -126,27 +124,6 @@ async def test_an_address_connects_and_starts_nothing(
     async with Client(echo_server(extension)) as client:
         assert extension.dev_server is None
         assert (await client.call_tool("echo", {"text": "remote"})).data == "remote"
-
-
-async def test_wire_production_is_refcounted_and_inert_for_other_results(
-    temporal_server: DevServer, task_queue: str
-) -> None:
-    stock = mcp_types.methods.serialize_server_result
-    task_shaped = {"resultType": "task", "taskId": "t", "status": "working"}
-    a = TemporalTasks(address=temporal_server.address, task_queue=task_queue, run_worker=False)
-    b = TemporalTasks(address=temporal_server.address, task_queue=task_queue, run_worker=False)
-    async with Client(echo_server(a)):
-        async with Client(echo_server(b)):
-            assert wire_production.installed()
-        assert wire_production.installed(), "still held by the first server"
-        serialize = mcp_types.methods.serialize_server_result
-        assert serialize("tools/call", "2026-07-28", task_shaped) == task_shaped
-        plain = {"content": [{"type": "text", "text": "x"}], "resultType": "complete"}
-        assert serialize("tools/call", "2026-07-28", plain) == stock(
-            "tools/call", "2026-07-28", plain
-        )
-    assert not wire_production.installed()
-    assert mcp_types.methods.serialize_server_result is stock
 
 
 async def test_a_joiner_asking_for_another_namespace_is_told_which_one_runs(

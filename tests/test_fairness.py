@@ -29,7 +29,7 @@ from fastmcp_temporal.server.tasks import fairness
 from fastmcp_temporal.workflows.models import CallerSnapshot
 from tests.helpers import eventually
 from tests.ports import run_server_async
-from tests.test_isolation_and_bad_input import ACCEPT, create, wait_for, workflow_ids_on
+from tests.raw_tasks import ACCEPT, create, wait_for, workflow_ids_on
 from tests.wire import RawMcp
 
 BuildTasks = Callable[..., TemporalTasks]

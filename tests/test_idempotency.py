@@ -32,7 +32,7 @@ from fastmcp_temporal.server.protocol.idempotency import IDEMPOTENCY_KEY_META
 from fastmcp_temporal.server.tasks import task_records
 from tests.helpers import eventually
 from tests.ports import run_server_async
-from tests.test_isolation_and_bad_input import assert_clean, wait_for, workflow_ids_on
+from tests.raw_tasks import assert_clean, wait_for, workflow_ids_on
 from tests.wire import RawMcp
 
 BuildTasks = Callable[..., TemporalTasks]

@@ -20,7 +20,7 @@ from fastmcp import Context, FastMCP
 from fastmcp_temporal import TemporalTasks, workflow_tool
 from tests.ports import run_server_async
 from tests.processes.agent_workflows import GreeterAgent, logged_step
-from tests.test_isolation_and_bad_input import WITHIN_S, create, wait_for
+from tests.raw_tasks import WITHIN_S, create, wait_for
 from tests.wire import RawMcp
 
 BuildTasks = Callable[..., TemporalTasks]

@@ -11,7 +11,9 @@ import that would point upward or sideways fails here, read from the source
 
 Workflow code replays recorded histories (the task workflows outside Temporal's
 sandbox, users' workflow tools inside it), so ``workflows/`` and ``activities/``
-import nothing of ``server/``.
+import nothing of ``server/``. And no two modules of the package import each
+other, however indirectly (a type-only import counts): a loop means neither can
+be read, or changed, without the other.
 """
 
 from __future__ import annotations
@@ -135,3 +137,33 @@ def test_every_part_is_installed_by_a_plain_install() -> None:
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     parts = {f"{SERVER}.{p.parent.name}" for p in (ROOT / "server").glob("*/__init__.py")}
     assert parts <= set(listed)
+
+
+def import_loop(start: str, graph: dict[str, set[str]]) -> list[str] | None:
+    """A path of imports from ``start`` back to ``start``, if there is one."""
+    seen: set[str] = set()
+    path = [start]
+
+    def back_to_start(module: str) -> bool:
+        for target in sorted(graph[module]):
+            if target == start:
+                path.append(target)
+                return True
+            if target not in seen:
+                seen.add(target)
+                path.append(target)
+                if back_to_start(target):
+                    return True
+                path.pop()
+        return False
+
+    return path if back_to_start(start) else None
+
+
+def test_no_modules_import_each_other() -> None:
+    graph = {
+        name: {target for _, target in imported(name, path) if target in MODULES}
+        for name, path in MODULES.items()
+    }
+    loops = [" -> ".join(loop) for name in MODULES if (loop := import_loop(name, graph))]
+    assert loops == []

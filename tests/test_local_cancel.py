@@ -4,8 +4,8 @@ A local leg runs inside a workflow task, so a ``tasks/cancel`` reaches it only
 when the SDK completes that task to keep it open (at 80 % of the workflow task
 timeout); local-leg tasks therefore start with a short one
 (``LOCAL_LEGS_TASK_TIMEOUT``). How soon is measured in
-``bench/local_cancel.py``; these tests check what happens and what each task
-starts with.
+``bench/investigations/2026-12-01-local-cancel``; these tests check what happens
+and what each task starts with.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.protocol.idempotency import IDEMPOTENCY_KEY_META
 from fastmcp_temporal.server.tasks.starter import ToolOptions
 from tests.ports import free_port, run_server_async
-from tests.test_isolation_and_bad_input import ACCEPT, create, question, wait_for
+from tests.raw_tasks import ACCEPT, create, question, wait_for
 from tests.test_quota import assert_over_quota, try_create
 from tests.wire import RawMcp
 

@@ -37,7 +37,7 @@ from fastmcp_temporal.workflows.models import WORKFLOW_TYPE, TaskStart
 from tests import forks
 from tests.ports import run_server_async
 from tests.processes.running import BIN, ROOT
-from tests.test_isolation_and_bad_input import wait_for
+from tests.raw_tasks import wait_for
 from tests.wire import RawMcp
 
 

@@ -31,7 +31,7 @@ from temporalio.client import Client as TemporalClient
 from fastmcp_temporal import TemporalTasks
 from fastmcp_temporal.server.core import scope
 from tests.ports import run_server_async
-from tests.test_isolation_and_bad_input import (
+from tests.raw_tasks import (
     ACCEPT,
     Owned,
     assert_all_invisible,

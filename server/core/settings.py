@@ -32,7 +32,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
 
 PREFIX = "FASTMCP_TEMPORAL_"
-#: Payloads at least this big leave the history for the store (``bench/payload_threshold.py``).
+#: Payloads at least this big leave the history for the store
+#: (``bench/investigations/2026-11-30-payload-threshold``).
 DEFAULT_PAYLOAD_THRESHOLD = 256 * 1024
 #: How long the keeper keeps an embedded Temporal nobody uses any more (a restart rejoins it).
 DEFAULT_EMBEDDED_LINGER_S = 3.0

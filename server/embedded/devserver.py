@@ -16,12 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
-import ctypes
 import logging
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -33,6 +29,7 @@ from temporalio.client import Client
 
 from fastmcp_temporal.server.core.settings import load_settings
 from fastmcp_temporal.server.core.visibility import SEARCH_ATTRIBUTE_SPECS
+from fastmcp_temporal.server.embedded.keeper import start_group, stop_group
 
 logger = logging.getLogger(__name__)
 
@@ -85,13 +82,6 @@ def temporal_binary() -> str:
             "(a dependency of fastmcp-temporal) or configure a Temporal address."
         )
     return found
-
-
-def _die_with_parent() -> None:
-    """In the child: ask Linux to SIGTERM it when the process that started it dies."""
-    with contextlib.suppress(Exception):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def free_port() -> int:
@@ -215,13 +205,7 @@ class DevServer:
         log_path = directory / "temporal-dev-server.log"
         with open(log_path, "ab") as log:
             log_start = log.tell()
-            process = subprocess.Popen(
-                args,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+            process = start_group(args, log)
         server = cls(process, address, ui_url, namespace, log_path)
         # Belt and braces: the server must not outlive us even when the host
         # app exits without unwinding its lifespan (or is killed outright).
@@ -293,13 +277,4 @@ class DevServer:
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the server process (its whole process group) and wait for it."""
         atexit.unregister(self.stop)
-        if self.process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        stop_group(self.process, timeout_s)

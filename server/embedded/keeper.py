@@ -18,6 +18,11 @@ temporalio) would add seconds to every cold start. It
    ``embedded.lock`` too (nobody uses the server and nobody is joining); when
    that still holds after the linger, it removes the record, stops Temporal and
    exits. It also exits if Temporal dies, or on SIGTERM/SIGINT.
+
+Being the standard-library-only module of the embedded server, it also holds the
+one way both launchers start and stop a ``temporal`` process (``start_group``,
+``stop_group``): this keeper, and ``DevServer`` (``devserver``), which runs one
+for its own lifetime.
 """
 
 from __future__ import annotations
@@ -57,10 +62,42 @@ def _try_lock(file: IO[bytes]) -> bool:
 
 
 def _die_with_parent() -> None:
-    """In the ``temporal`` child: SIGTERM from the kernel when the keeper dies."""
+    """In the child, before it runs: ask Linux to SIGTERM it when its parent dies."""
     with contextlib.suppress(Exception):
         pr_set_pdeathsig = 1
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def start_group(command: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
+    """Start ``command`` writing to ``log``, in a session of its own, bound to this process.
+
+    Its own session (and process group), so a terminal's Ctrl-C meant for this
+    process does not reach it and ``stop_group`` reaches all of it; bound to this
+    process by ``PR_SET_PDEATHSIG``, so the kernel SIGTERMs it when this process
+    dies, even by ``kill -9``.
+    """
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )
+
+
+def stop_group(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
+    """SIGTERM the process group ``start_group`` made, SIGKILL after ``timeout_s``; wait."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def _answers(url: str) -> bool:
@@ -121,20 +158,6 @@ class Keeper:
                 return
 
 
-def stop(temporal: subprocess.Popen[bytes]) -> None:
-    """SIGTERM its process group, SIGKILL after 10 s."""
-    if temporal.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(temporal.pid, signal.SIGTERM)
-    try:
-        temporal.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(temporal.pid, signal.SIGKILL)
-        temporal.wait()
-
-
 def keep(args: argparse.Namespace) -> int:
     directory: Path = args.data_dir.resolve()
     proof = open(directory / KEEPER_LOCK, "ab")  # noqa: SIM115  (held until exit)
@@ -149,14 +172,7 @@ def keep(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     with open(directory / TEMPORAL_LOG, "ab") as log:
-        temporal = subprocess.Popen(
-            args.command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
+        temporal = start_group(args.command, log)
     try:
         namespace_path = f"/api/v1/namespaces/{args.namespace}"
         urls = [args.http_url + namespace_path]
@@ -179,7 +195,7 @@ def keep(args: argparse.Namespace) -> int:
         with contextlib.suppress(FileNotFoundError):
             (directory / RECORD).unlink()
     finally:
-        stop(temporal)
+        stop_group(temporal)
     return 0
 
 

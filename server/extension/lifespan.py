@@ -4,12 +4,12 @@ In order: the payload store opens; the extension connects to its Temporal (or
 starts / joins the shared embedded one, see ``connection``); the task engine is
 built, with this process's policy for callers' credentials (``credentials``:
 sealed, encrypted with everything, or refused); the metrics are recorded; the
-MCP side is installed (``subscriptions/listen``, wire production, progress
-bridge, sealed 2025-xx session ids); unless this server is a stateless front
-end, the in-process worker runs with the payload sweeper and, after an
-upgrade, a worker draining the previous queue; then the start-up line says where it all is
-(``startup_line``). Everything unwinds in reverse when the
-server stops, so the worker drains before the client goes away.
+MCP side is installed (``subscriptions/listen``, the progress bridge, sealed
+2025-xx session ids, the waiting calls and their drain on SIGTERM); unless this
+server is a stateless front end, the in-process worker runs with the payload
+sweeper and, after an upgrade, a worker draining the previous queue; then the
+start-up line says where it all is (``startup_line``). Everything unwinds in
+reverse when the server stops, so the worker drains before the client goes away.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from fastmcp_temporal.server.payloads.payload_store import (
     with_payload_storage,
 )
 from fastmcp_temporal.server.payloads.payload_sweep import sweeping
-from fastmcp_temporal.server.protocol import sessions, wire_production
+from fastmcp_temporal.server.protocol import sessions
 from fastmcp_temporal.server.protocol.call_waits import WaitingCalls
 from fastmcp_temporal.server.protocol.listen import TaskListenHandler
 from fastmcp_temporal.server.tasks.engine import TaskEngine
@@ -178,8 +178,6 @@ async def running(
         await stack.enter_async_context(
             metrics.recording(client, task_queue, count_open_tasks=not options.worker_only)
         )
-        wire_production.install()
-        stack.callback(wire_production.uninstall)
         # Task status pushed on subscriptions/listen (see ``listen``).
         _compat.serve_listen(server, TaskListenHandler(live.running_engine))
         install_progress_bridge()

@@ -13,7 +13,7 @@ at or above ``payload_size_threshold`` to a *driver* after the codec ran (so an
 encrypted task stores ciphertext) and writes only a small reference into the
 history; every client and worker that reads the task resolves it through the
 same driver. Smaller payloads stay inline: no extra round trip for the common
-case (the threshold is measured in ``bench/payload_threshold.py``).
+case (the threshold is measured in ``bench/investigations/2026-11-30-payload-threshold``).
 
 The store is chosen by ``payload_store`` or ``$FASTMCP_TEMPORAL_PAYLOAD_STORE``:
 

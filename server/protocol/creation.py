@@ -78,8 +78,8 @@ def _probe_for(
     """The probe's validator, built once per tool function.
 
     Building a pydantic validator costs ~0.2 ms against ~0.01 ms to use one
-    (``bench/ab_changes.py``), and every fresh probe would take a slot of
-    ``get_cached_typeadapter``, pushing FastMCP's own validators out.
+    (``bench/investigations/2026-11-30-ab-changes``), and every fresh probe would
+    take a slot of ``get_cached_typeadapter``, pushing FastMCP's own validators out.
     """
     callable_fn = without_injected_parameters(fn, run_in_thread=run_in_thread)
     probe = _signature_probe(callable_fn)

@@ -31,7 +31,7 @@ freed three ways, none needing a worker:
 - at the latest by its execution timeout, the task's own (TTL + grace) plus
   ``CLAIM_GRACE``.
 
-Cost (``bench/results/create_guards.md``): a create under a quota describes
+Cost (``bench/investigations/2026-12-01-create-guards``): a create under a quota describes
 up to 8 of the caller's slots at once and starts one slot workflow; when those
 are all held, it describes their tasks, terminates every slot whose task has
 ended (in parallel) and claims one of them. A refusal has described every slot

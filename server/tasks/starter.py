@@ -40,7 +40,8 @@ EXPIRY_GRACE = timedelta(minutes=1)
 #: this timeout; only then does the worker see a ``tasks/cancel`` (or any other
 #: new event), so it bounds how late a running local leg learns it is cancelled.
 #: Temporal's default (10 s) made that ~8 s; this makes it at most ~1.6 s, for
-#: ~3 more history events per 1.6 s of a running leg (bench/results/local_cancel.md).
+#: ~3 more history events per 1.6 s of a running leg
+#: (``bench/investigations/2026-12-01-local-cancel``).
 LOCAL_LEGS_TASK_TIMEOUT = timedelta(seconds=2)
 #: Temporal's ceiling for a workflow task timeout (a longer one is cut to it).
 MAX_TASK_TIMEOUT = timedelta(seconds=120)
@@ -79,8 +80,8 @@ class ToolOptions:
             again after 2 s rather than 10. Temporal's default without. Shorter
             costs more history (1 s: twice the events, for ~0.8 s), and a worker
             that cannot answer a workflow task within the timeout makes it time
-            out and run again (none did in ``bench/local_cancel.py``, down to
-            1 s, beside busy loops or with the worker's event loop starved).
+            out and run again (none did in ``bench/investigations/2026-12-01-local-cancel``,
+            down to 1 s, beside busy loops or with the worker's event loop starved).
         max_open_tasks_per_caller: This tool's own quota: each caller may have
             this many open tasks of it, counted apart from the extension's
             ``max_open_tasks_per_caller`` (see ``server.tasks.quota``).

@@ -46,7 +46,8 @@ from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTas
 #: them for every workflow run. ``beartype`` is here because FastMCP's storage
 #: dependency (``py-key-value-aio``) installs beartype's import hook process-wide:
 #: without it, each sandboxed import of a user's workflow module re-imports
-#: beartype's internals too (~130 ms of CPU per workflow run, ``bench/ab_changes.py``).
+#: beartype's internals too (~130 ms of CPU per workflow run,
+#: ``bench/investigations/2026-11-30-ab-changes``).
 _PASSTHROUGH = ("fastmcp_temporal", "fastmcp", "mcp", "mcp_types", "pydantic", "beartype")
 
 

@@ -176,12 +176,26 @@ def _pythonpath(environ: dict[str, str]) -> list[str]:
     return [entry for entry in environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
 
 
+def memoize_default_build_id() -> None:
+    """Compute temporalio's default worker build id now, memoized for every child.
+
+    Without an explicit build id, a ``Worker`` hashes the code of every loaded module
+    (about 0.3 CPU-seconds over FastMCP, the MCP SDK and temporalio), once per
+    process: computed here before the forks, the children inherit the value instead
+    of each hashing the same modules again. temporalio exports
+    ``load_default_build_id`` only from its private ``_worker`` module (the package
+    itself never needs it, so it is not in ``fastmcp_temporal._compat``). Delete when
+    it is public, or when the zygote goes.
+    """
+    from temporalio.worker._worker import load_default_build_id
+
+    load_default_build_id()
+
+
 if __name__ == "__main__":
     _ENVIRON_AT_START.update(os.environ)
     for name in PRELOAD:
         with contextlib.suppress(ImportError):  # only a head start: a child imports it itself
             __import__(name)
-    from fastmcp_temporal import _compat
-
-    _compat.memoize_default_build_id()  # each child's Worker would hash the same modules
+    memoize_default_build_id()
     run(serve(sys.argv[1]))
