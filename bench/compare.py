@@ -23,13 +23,14 @@ then polling it every ``--poll-ms`` until it is terminal (or as a row says).
   durable synchronous call (the task's workflow, answered at its end), also
   for the short tool; its *before* rows run the task workflow in Temporal's
   sandbox, as it ran before it became ``sandboxed=False`` (``sandbox_toggle``), or
-  wait as every call waited before the wait read only the close event of a task
-  run here (``full_wait``), or before that wait named its run
-  (``wait_without_run_id``); both tools also with a ``progressToken`` on every
-  call (as FastMCP's ``Client`` and Claude Code send), and before such a call waited
-  on the close event alone; a bench-only row bounds what the ``workflow.patched``
-  markers cost (``no_patch_markers``). The ratios add the CPU budget the throughput
-  target leaves a durable sync call (``print_cpu_budget``).
+  start tasks at patch level 0, recording every patch marker as before
+  ``workflows/patches.py`` (``patch_level_zero``); both tools also with a
+  ``progressToken`` on every call (as FastMCP's ``Client`` and Claude Code send).
+  A second embedded server, its dev server started as before its transfer-queue
+  reader was unthrottled (``transfer_reader_limited``), serves the same default
+  tool's plain call and the raw eager-start row, *before* both. The ratios add
+  the CPU budget the throughput target leaves a durable sync call
+  (``print_cpu_budget``).
 - **raw engine** on the *same* dev server: plain ``temporalio`` client and
   worker, one workflow with one activity; also with a local activity, and with
   eager workflow start (and both). ``start_workflow`` is "create"; a row either
@@ -71,13 +72,13 @@ from fastmcp.utilities.tests import run_server_async
 from fastmcp_tasks import TasksExtension, call_tool_task
 from support.mcp_http import McpHttp
 from support.measure import cpu_seconds, pct
-from support.raw_engine import RUNNER, EchoWorkflow, echo_activity
+from support.raw_engine import EchoWorkflow, echo_activity
 from support.sandbox_toggle import task_workflows_sandboxed
 from support.servers import echo_server, redis_server
 from support.smoke import parse_args
-from support.sync_before import full_wait, no_patch_markers, wait_without_run_id
+from support.sync_before import patch_level_zero, transfer_reader_limited
 from temporalio.client import Client as TemporalClient
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from fastmcp_temporal import TemporalTasks
 
@@ -290,24 +291,32 @@ async def measure_once(system: System, totals: Totals, n: int, concurrency: int,
     totals.run.errors += run.errors
 
 
-async def raw_systems(stack: AsyncExitStack, address: str, dev_pid: Callable[[], int | None]):
-    """The raw engine on our dev server: each configuration waited on and polled."""
+async def raw_systems(
+    stack: AsyncExitStack,
+    address: str,
+    dev_pid: Callable[[], int | None],
+    configurations: list[tuple[str, bool, bool]] | None = None,
+) -> list[System]:
+    """The raw engine on our dev server: each configuration waited on and polled.
+
+    Unsandboxed, as our task workflows run: the best the raw engine does.
+    """
     raw = await TemporalClient.connect(address)
     systems: list[System] = []
-    for label, local, eager in [
+    for label, local, eager in configurations or [
         (RAW_START, False, False),
         ("raw engine: workflow + local activity", True, False),
-        ("raw engine: workflow + activity, eager start", False, True),
+        (RAW_EAGER, False, True),
         (RAW_EAGER_LOCAL, True, True),
     ]:
-        queue = f"raw-local-{local}-eager-{eager}"
+        queue = f"raw-local-{local}-eager-{eager}-{uuid.uuid4().hex[:6]}"
         await stack.enter_async_context(
             Worker(
                 raw,
                 task_queue=queue,
                 workflows=[EchoWorkflow],
                 activities=[echo_activity],
-                workflow_runner=RUNNER,
+                workflow_runner=UnsandboxedWorkflowRunner(),
             )
         )
 
@@ -375,22 +384,16 @@ async def spec_client_systems(
             setup=task_workflows_sandboxed,
         ),
         System(
-            OURS_DURABLE_SYNC_SHORT_FULL_WAIT,
-            *http_durable_sync_call(wire, "echo_plain_short"),
-            dev_pid,
-            setup=full_wait,
-        ),
-        System(
-            OURS_DURABLE_SYNC_FULL_WAIT,
+            OURS_DURABLE_SYNC_LEVEL_ZERO,
             *http_durable_sync_call(wire, "echo_plain"),
             dev_pid,
-            setup=full_wait,
+            setup=patch_level_zero,
         ),
         System(
-            OURS_DURABLE_SYNC_SHORT_NO_RUN_ID,
+            OURS_DURABLE_SYNC_SHORT_LEVEL_ZERO,
             *http_durable_sync_call(wire, "echo_plain_short"),
             dev_pid,
-            setup=wait_without_run_id,
+            setup=patch_level_zero,
         ),
         System(
             OURS_DURABLE_SYNC_SHORT_TOKEN,
@@ -398,29 +401,38 @@ async def spec_client_systems(
             dev_pid,
         ),
         System(
-            OURS_DURABLE_SYNC_SHORT_TOKEN_FULL_WAIT,
-            *http_durable_sync_call(wire, "echo_plain_short", progress_token=True),
-            dev_pid,
-            setup=full_wait,
-        ),
-        System(
             OURS_DURABLE_SYNC_TOKEN,
             *http_durable_sync_call(wire, "echo_plain", progress_token=True),
             dev_pid,
         ),
-        System(
-            OURS_DURABLE_SYNC_TOKEN_FULL_WAIT,
-            *http_durable_sync_call(wire, "echo_plain", progress_token=True),
-            dev_pid,
-            setup=full_wait,
-        ),
-        System(
-            OURS_DURABLE_SYNC_SHORT_NO_MARKERS,
-            *http_durable_sync_call(wire, "echo_plain_short"),
-            dev_pid,
-            setup=no_patch_markers,
-        ),
     ]
+
+
+async def limited_systems(stack: AsyncExitStack) -> list[System]:
+    """A second embedded server whose dev server starts as before its transfer-queue reader
+    was unthrottled: the default tool's plain call, and the raw eager-start row, on it."""
+    data_dir = tempfile.mkdtemp(prefix="bench-temporal-limited-")
+    extension = TemporalTasks(data_dir=data_dir, ui=False)
+    served = echo_server(extension, "bench-limited", adaptive=True)
+    with transfer_reader_limited():
+        url = await stack.enter_async_context(run_server_async(served))
+    assert extension.dev_server is not None
+    dev_pid = extension.dev_server.temporal_pid
+    http = await stack.enter_async_context(
+        httpx.AsyncClient(
+            timeout=httpx.Timeout(60, read=None), limits=httpx.Limits(keepalive_expiry=1.0)
+        )
+    )
+    wire = McpHttp(url, http)
+    systems = [
+        System(
+            OURS_DURABLE_SYNC_LIMITED, *http_durable_sync_call(wire, "echo_plain"), lambda: dev_pid
+        )
+    ]
+    raw_rows = [(RAW_EAGER_LIMITED, False, True)]
+    address = extension.dev_server.address
+    systems += await raw_systems(stack, address, lambda: dev_pid, raw_rows)
+    return [system for system in systems if "polled" not in system.name]
 
 
 async def apart_systems(
@@ -491,6 +503,9 @@ async def main(
             systems += await apart_systems(stack, address, lambda: dev_pid)
         # 2. The raw engine on the same dev server.
         systems += await raw_systems(stack, extension.dev_server.address, lambda: dev_pid)
+        # 2b. Both again on a dev server as it ran before its transfer reader was unthrottled.
+        if wanted(OURS_DURABLE_SYNC_LIMITED) or wanted(RAW_EAGER_LIMITED):
+            systems += await limited_systems(stack)
 
         # 3. The peer: fastmcp-tasks on Docket, memory:// and Redis with AOF (started
         # only when a row of it is measured: `--only` rows of ours need no redis-server).
@@ -542,6 +557,7 @@ async def main(
 
 
 RAW_START = "raw engine: workflow + activity"
+RAW_EAGER = "raw engine: workflow + activity, eager start"
 RAW_EAGER_LOCAL = "raw engine: workflow + local activity, eager start"
 PEER_MEMORY = "fastmcp-tasks, Docket memory://"
 PEER_REDIS = "fastmcp-tasks, Redis (AOF on)"
@@ -560,30 +576,27 @@ OURS_DURABLE_SYNC_SHORT_APART = (
 )
 OURS_DURABLE_SYNC_BEFORE = OURS_DURABLE_SYNC + ", before (task workflow sandboxed)"
 OURS_DURABLE_SYNC_SHORT_BEFORE = OURS_DURABLE_SYNC_SHORT + ", before (task workflow sandboxed)"
-OURS_DURABLE_SYNC_SHORT_FULL_WAIT = OURS_DURABLE_SYNC_SHORT + ", before (the full wait)"
-OURS_DURABLE_SYNC_FULL_WAIT = OURS_DURABLE_SYNC + ", before (the full wait)"
-OURS_DURABLE_SYNC_SHORT_NO_MARKERS = (
-    OURS_DURABLE_SYNC_SHORT + ", no patch markers (bench-only bound)"
+OURS_DURABLE_SYNC_LEVEL_ZERO = OURS_DURABLE_SYNC + ", before (patch level 0: patch markers)"
+OURS_DURABLE_SYNC_SHORT_LEVEL_ZERO = (
+    OURS_DURABLE_SYNC_SHORT + ", before (patch level 0: patch markers)"
 )
-OURS_DURABLE_SYNC_SHORT_NO_RUN_ID = OURS_DURABLE_SYNC_SHORT + ", before (the wait names no run id)"
 OURS_DURABLE_SYNC_SHORT_TOKEN = OURS_DURABLE_SYNC_SHORT + ", with a `progressToken`"
-OURS_DURABLE_SYNC_SHORT_TOKEN_FULL_WAIT = OURS_DURABLE_SYNC_SHORT_TOKEN + ", before (the full wait)"
 OURS_DURABLE_SYNC_TOKEN = OURS_DURABLE_SYNC + ", with a `progressToken`"
-OURS_DURABLE_SYNC_TOKEN_FULL_WAIT = OURS_DURABLE_SYNC_TOKEN + ", before (the full wait)"
+#: On the second dev server, started as before its transfer-queue reader was unthrottled.
+LIMITED = ", dev server before (transfer reader at 20 reads/s)"
+OURS_DURABLE_SYNC_LIMITED = OURS_DURABLE_SYNC + LIMITED
+RAW_EAGER_LIMITED = RAW_EAGER + LIMITED
 #: The issue's targets are set against this row (eager start + local activity + ``result()``).
 DURABLE_SYNC_ROWS = (
     OURS_DURABLE_SYNC,
     OURS_DURABLE_SYNC_SHORT,
     OURS_DURABLE_SYNC_BEFORE,
     OURS_DURABLE_SYNC_SHORT_BEFORE,
-    OURS_DURABLE_SYNC_SHORT_FULL_WAIT,
-    OURS_DURABLE_SYNC_FULL_WAIT,
-    OURS_DURABLE_SYNC_SHORT_NO_MARKERS,
-    OURS_DURABLE_SYNC_SHORT_NO_RUN_ID,
+    OURS_DURABLE_SYNC_LEVEL_ZERO,
+    OURS_DURABLE_SYNC_SHORT_LEVEL_ZERO,
     OURS_DURABLE_SYNC_SHORT_TOKEN,
-    OURS_DURABLE_SYNC_SHORT_TOKEN_FULL_WAIT,
     OURS_DURABLE_SYNC_TOKEN,
-    OURS_DURABLE_SYNC_TOKEN_FULL_WAIT,
+    OURS_DURABLE_SYNC_LIMITED,
     OURS_DURABLE_SYNC_APART,
     OURS_DURABLE_SYNC_SHORT_APART,
 )
@@ -626,22 +639,23 @@ def print_ratios(
                     f"| throughput {name} / {best} | {concurrency} | "
                     f"{ours:.1f} / {raw:.1f} = **{ours / raw:.2f} x** |"
                 )
-        if (eager_local := RAW_EAGER_LOCAL) in at:
-            floor = pct(at[eager_local].run.e2e, 0.5)
-            raw_rate = at[eager_local].tasks_per_s
-            for name in (name for name in DURABLE_SYNC_ROWS if name in at):
-                ours = pct(at[name].run.e2e, 0.5)
-                print(
-                    f"| end to end p50 {name} - {eager_local} (target <= 10 ms) | "
-                    f"{concurrency} | {ours:.1f} - {floor:.1f} = **{ours - floor:+.1f} ms** |"
-                )
-                rate = at[name].tasks_per_s
-                print(
-                    f"| throughput {name} / {eager_local} (target >= 0.8 x) | {concurrency} | "
-                    f"{rate:.1f} / {raw_rate:.1f} = **{rate / raw_rate:.2f} x** |"
-                )
-            if HTTP_SYNC_FLOOR in at and concurrency > 1:  # at 1 no row is CPU-bound
-                print_cpu_budget(at, concurrency)
+        for name in (name for name in DURABLE_SYNC_ROWS if name in at):
+            raw_name = raw_of(name)
+            if raw_name not in at:
+                continue
+            ours, raw = at[name], at[raw_name]
+            p50, floor = pct(ours.run.e2e, 0.5), pct(raw.run.e2e, 0.5)
+            print(
+                f"| end to end p50 {name} - {raw_name} (target <= +10 ms) | "
+                f"{concurrency} | {p50:.1f} - {floor:.1f} = **{p50 - floor:+.1f} ms** |"
+            )
+            print(
+                f"| throughput {name} / {raw_name} (target >= 0.85 x) | {concurrency} | "
+                f"{ours.tasks_per_s:.1f} / {raw.tasks_per_s:.1f} = "
+                f"**{ours.tasks_per_s / raw.tasks_per_s:.2f} x** |"
+            )
+        if HTTP_SYNC_FLOOR in at and concurrency > 1:  # at 1 no row is CPU-bound
+            print_cpu_budget(at, concurrency)
         if RAW_START not in at:
             continue
         start = pct(at[RAW_START].run.creates, 0.5)
@@ -658,6 +672,13 @@ def print_ratios(
             )
 
 
+def raw_of(name: str) -> str:
+    """The raw row of a durable row's shape: its leg's kind, its dev server."""
+    if LIMITED in name:
+        return RAW_EAGER_LIMITED
+    return RAW_EAGER_LOCAL if "short tool" in name else RAW_EAGER
+
+
 def print_cpu_budget(at: dict[str, Totals], concurrency: int) -> None:
     """What the throughput target leaves a durable sync call's CPU, and where it goes over.
 
@@ -666,20 +687,26 @@ def print_cpu_budget(at: dict[str, Totals], concurrency: int) -> None:
     A durable sync call does at least the HTTP path's work and the raw row's: at the raw
     row's calls per CPU second, that reaches raw * raw_cpu / (raw_cpu + http_cpu).
     """
-    http, raw = at[HTTP_SYNC_FLOOR], at[RAW_EAGER_LOCAL]
+    http = at[HTTP_SYNC_FLOOR]
     http_cpu = http.cpu_me / len(http.run.e2e) * 1000
-    raw_me = raw.cpu_me / len(raw.run.e2e) * 1000
-    raw_backend = raw.cpu_backend / len(raw.run.e2e) * 1000
-    floor = raw_me + raw_backend + http_cpu
-    estimate = raw.tasks_per_s * (raw_me + raw_backend) / floor
-    print(
-        f"| CPU per call, the HTTP path alone + {RAW_EAGER_LOCAL} "
-        f"(this process + dev server) | {concurrency} | {http_cpu:.1f} + {raw_me:.1f} + "
-        f"{raw_backend:.1f} = **{floor:.1f} ms**: at the raw row's calls per CPU second, "
-        f"{estimate:.1f}/s = **{estimate / raw.tasks_per_s:.2f} x** |"
-    )
-    for name in (OURS_DURABLE_SYNC_SHORT, OURS_DURABLE_SYNC_SHORT_TOKEN):
-        if name in at:
+    for raw_name, rows in (
+        (RAW_EAGER_LOCAL, (OURS_DURABLE_SYNC_SHORT, OURS_DURABLE_SYNC_SHORT_TOKEN)),
+        (RAW_EAGER, (OURS_DURABLE_SYNC, OURS_DURABLE_SYNC_TOKEN)),
+    ):
+        if raw_name not in at:
+            continue
+        raw = at[raw_name]
+        raw_me = raw.cpu_me / len(raw.run.e2e) * 1000
+        raw_backend = raw.cpu_backend / len(raw.run.e2e) * 1000
+        floor = raw_me + raw_backend + http_cpu
+        estimate = raw.tasks_per_s * (raw_me + raw_backend) / floor
+        print(
+            f"| CPU per call, the HTTP path alone + {raw_name} "
+            f"(this process + dev server) | {concurrency} | {http_cpu:.1f} + {raw_me:.1f} + "
+            f"{raw_backend:.1f} = **{floor:.1f} ms**: at the raw row's calls per CPU second, "
+            f"{estimate:.1f}/s = **{estimate / raw.tasks_per_s:.2f} x** |"
+        )
+        for name in (name for name in rows if name in at):
             ours = at[name]
             me = ours.cpu_me / len(ours.run.e2e) * 1000
             backend = ours.cpu_backend / len(ours.run.e2e) * 1000

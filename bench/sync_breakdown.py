@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import statistics
 import tempfile
@@ -36,16 +35,16 @@ from fastmcp import FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp.utilities.tests import run_server_async
 from support.mcp_http import McpHttp
-from support.raw_engine import RUNNER, EchoWorkflow, echo_activity
+from support.raw_engine import EchoWorkflow, echo_activity
 from support.sandbox_toggle import task_workflows_sandboxed
 from support.smoke import parse_args
-from support.sync_before import full_wait
+from support.sync_before import patch_level_zero
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from fastmcp_temporal import TemporalTasks
-from fastmcp_temporal.server.protocol import creation, sync_calls
+from fastmcp_temporal.server.protocol import call_waits, creation, sync_calls
 from fastmcp_temporal.server.tasks import engine as engine_module
 from fastmcp_temporal.server.tasks import quota, starter, task_watch
 
@@ -155,10 +154,10 @@ def instrument() -> None:
 
     starter.WorkflowStarter.start = start  # type: ignore[method-assign]
     timed(starter.WorkflowStarter, "start", "        starter.start (StartWorkflowExecution)")
-    timed(sync_calls, "_wait", "  _wait")
-    timed(engine_module.TaskEngine, "get", "    engine.get (tasks/get read)")
-    timed(task_watch.HistoryTail, "next_change", "    HistoryTail.next_change (long poll)")
-    timed(task_watch, "_completed_view", "    _completed_view (decode)")
+    timed(sync_calls, "_waited", "  _waited")
+    timed(engine_module.TaskEngine, "read", "    engine.read (tasks/get read)")
+    timed(call_waits, "ended", "    ended (the close event's long poll)")
+    timed(task_watch, "_completed_view", "      _completed_view (decode)")
     timed(sync_calls, "_answer", "  _answer")
 
 
@@ -221,7 +220,7 @@ async def raw_history(address: str, local: bool) -> list[Any]:
         task_queue="raw-cost",
         workflows=[EchoWorkflow],
         activities=[echo_activity],
-        workflow_runner=RUNNER,
+        workflow_runner=UnsandboxedWorkflowRunner(),
     ):
         handle = await raw.start_workflow(
             EchoWorkflow.run,
@@ -234,36 +233,13 @@ async def raw_history(address: str, local: bool) -> list[Any]:
         return [event async for event in handle.fetch_history_events()]
 
 
-def wait_as_before() -> None:
-    """The wait as before commit 3c06cb6: its watch gets no ``seen`` view (a read first)."""
-    fresh = sync_calls.watch
-
-    def watch(engine: Any, task_id: str, scope: Any, **_: Any) -> Any:
-        return fresh(engine, task_id, scope)
-
-    sync_calls.watch = watch
-
-
-def relay_with_its_own_tail() -> None:
-    """The progress relay as before ``SharedTail``: its own long polls beside the wait's."""
-    shared = sync_calls.relay_progress
-
-    async def relay(
-        engine: Any, workflow_id: str, context: Any, tail: Any = None, relayed: Any = None
-    ) -> None:
-        await shared(engine, workflow_id, context, relayed=relayed)
-
-    sync_calls.relay_progress = relay
-
-
-async def main(n: int, progress: bool, before: bool, sandboxed: bool, shape: Shape) -> None:
-    if before:
-        wait_as_before()
-        relay_with_its_own_tail()
+async def main(n: int, progress: bool, level_zero: bool, sandboxed: bool, shape: Shape) -> None:
     instrument()
     async with AsyncExitStack() as stack:
         if sandboxed:
             stack.enter_context(task_workflows_sandboxed())
+        if level_zero:
+            stack.enter_context(patch_level_zero())
         data_dir = tempfile.mkdtemp(prefix="bench-sync-breakdown-")
         mcp = FastMCP("sync-breakdown")
         extension = TemporalTasks(data_dir=data_dir, ui=False)
@@ -317,7 +293,7 @@ async def main(n: int, progress: bool, before: bool, sandboxed: bool, shape: Sha
     token = (
         (", the default tool (activity legs)" if not shape.local else "")
         + (", each with a progressToken" if progress else "")
-        + (", the wait and relay as before this branch" if before else "")
+        + (", at patch level 0 (every patch marker, as before)" if level_zero else "")
         + (", the task workflow sandboxed (as before)" if sandboxed else "")
     )
     print(f"n = {n} calls{token}, one at a time, after 10 warm-up calls; p50 per call in ms\n")
@@ -360,9 +336,10 @@ if __name__ == "__main__":
     parser.add_argument(
         "--progress", action="store_true", help="each call carries a progressToken (as hosts send)"
     )
-    parser.add_argument("--before", action="store_true", help="the wait as before 3c06cb6")
     parser.add_argument(
-        "--full-wait", action="store_true", help="no wait on the close event alone (compare.py)"
+        "--patch-level-zero",
+        action="store_true",
+        help="new tasks at patch level 0: every patch marker, as before workflows/patches.py",
     )
     parser.add_argument(
         "--sandboxed", action="store_true", help="the task workflow in the sandbox, as before"
@@ -374,5 +351,6 @@ if __name__ == "__main__":
         help="short: local legs (timeout=10); default: a plain task=True tool, activity legs",
     )
     args = parse_args(parser, n=2)
-    with full_wait() if args.full_wait else contextlib.nullcontext():
-        asyncio.run(main(args.n, args.progress, args.before, args.sandboxed, SHAPES[args.tool]))
+    asyncio.run(
+        main(args.n, args.progress, args.patch_level_zero, args.sandboxed, SHAPES[args.tool])
+    )

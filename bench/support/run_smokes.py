@@ -29,7 +29,7 @@ BENCH = Path(__file__).resolve().parents[1]
 #: More smokes of a benchmark, each with flags whose code paths the plain one skips.
 MORE: dict[str, list[list[str]]] = {
     "sync_breakdown.py": [
-        ["--before", "--full-wait", "--sandboxed", "--progress", "--tool", "default"]
+        ["--patch-level-zero", "--sandboxed", "--progress", "--tool", "default"]
     ],
 }
 #: A smoke takes seconds; this bounds a hung one.
