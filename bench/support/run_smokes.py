@@ -28,9 +28,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[1]
 #: More smokes of a benchmark, each with flags whose code paths the plain one skips.
 MORE: dict[str, list[list[str]]] = {
-    "sync_breakdown.py": [
-        ["--patch-level-zero", "--sandboxed", "--progress", "--tool", "default"]
-    ],
+    "sync_breakdown.py": [["--patch-level-zero", "--sandboxed", "--progress", "--tool", "default"]],
 }
 #: A smoke takes seconds; this bounds a hung one.
 TIMEOUT_S = 180
