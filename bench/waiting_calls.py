@@ -363,7 +363,10 @@ async def run(args: argparse.Namespace) -> str:
         server = EmbeddedServer.read(data_dir)
         assert server is not None
         temporal = await TemporalClient.connect(server.address)
-        limits = httpx.Limits(max_connections=slots + 50, max_keepalive_connections=slots + 50)
+        # Idle connections are dropped before uvicorn's 5 s keep-alive closes them under a call.
+        limits = httpx.Limits(
+            max_connections=slots + 50, max_keepalive_connections=slots + 50, keepalive_expiry=1.0
+        )
         async with httpx.AsyncClient(timeout=httpx.Timeout(600), limits=limits) as http:
             wire = McpHttp(f"http://127.0.0.1:{port}/mcp", http)
             await quick_calls(wire, 5)  # warm-up: pollers, caches
