@@ -58,6 +58,9 @@ EVERY_LINE: dict[str, str] = {
     "test_sync_calls_clients": "plain calls from the SDK's ClientSession and the raw wire "
     "as each FastMCP line serves them",
     "test_examples": "the examples a user of the line runs",
+    "test_openai_agents": "an OpenAI Agents SDK agent called plainly on the line's wire "
+    "(the SDK depends on the MCP SDK too)",
+    "test_langgraph": "a LangGraph graph called plainly on the line's wire",
     "test_startup_line": "the start-up line through FastMCP's logger (get_logger, its handler)",
     "test_replay": "recorded histories decoded into the line's MCP types",
     "test_lines": "this list itself",
