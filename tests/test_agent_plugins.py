@@ -20,7 +20,7 @@ import pytest
 from fastmcp import Client, FastMCP
 from temporalio.client import Client as TemporalClient
 from temporalio.contrib.pydantic import PydanticPayloadConverter
-from temporalio.converter import DataConverter
+from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.worker import Replayer
 
 pytest.importorskip("temporalio.openai_agents", reason="needs the openai-agents extra")
@@ -38,13 +38,15 @@ from examples.agents.server import agent_plugins, build
 from examples.agents.triage import TICKET
 from fastmcp_temporal import McpTasksPlugin
 from fastmcp_temporal.client import call_tool_task
-from fastmcp_temporal.server.core.codec import AesGcmCodec
+from fastmcp_temporal.server.core.codec import AesGcmCodec, task_data_converter
 from fastmcp_temporal.server.core.task_payloads import (
     TaskPayloadConverter,
     outer_converter_for,
     payload_converter_for,
+    with_plugin_payloads,
 )
-from fastmcp_temporal.workflows.models import LegPolicy
+from fastmcp_temporal.server.payloads.payload_store import DiskStorageDriver
+from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES, LegPolicy
 from tests.agent_runs import VERDICT, approve
 from tests.histories.paths import TEST_ENCRYPTION_KEY
 
@@ -100,6 +102,25 @@ def test_before_the_openai_plugin_ours_is_refused_as_every_converter_is() -> Non
         OpenAIAgentsPlugin().configure_client(
             {"data_converter": DataConverter(payload_converter_class=OpenAIPayloadConverter)}  # type: ignore[typeddict-item]
         )
+
+
+def test_temporal_tasks_composes_the_converter_under_our_codec_and_store(
+    temporal_client: TemporalClient, tmp_path: Path
+) -> None:
+    """What ``TemporalTasks(plugins=...)`` does to the client it runs on."""
+    driver = DiskStorageDriver(tmp_path, max_payload_size=DEFAULT_MAX_PAYLOAD_BYTES)
+    config = temporal_client.config()
+    config["data_converter"] = task_data_converter(
+        TEST_ENCRYPTION_KEY, payload_storage=ExternalStorage(drivers=[driver])
+    )
+    client = TemporalClient(**config)
+    composed = with_plugin_payloads(client, [PydanticAIPlugin(), OpenAIAgentsPlugin()])
+    assert composed.data_converter.payload_converter_class is OPENAI
+    assert composed.data_converter.payload_codec is client.data_converter.payload_codec
+    assert composed.data_converter.external_storage is client.data_converter.external_storage
+    assert composed.service_client is client.service_client
+    # Without a plugin that needs its own converter, the client stays as it is.
+    assert with_plugin_payloads(client, [PydanticAIPlugin()]) is client
 
 
 def test_each_payload_goes_to_its_own_converter() -> None:

@@ -1,4 +1,4 @@
-"""The task's payload converter beside an agent framework's: task models ours, the rest theirs.
+"""The task's payload converter beside an agent framework's: each payload to its own converter.
 
 ```python
 client = await Client.connect(address, plugins=[OpenAIAgentsPlugin(), McpTasksPlugin(mcp)])
@@ -13,11 +13,14 @@ reads the policy the task started with. An agent framework's plugin may need a
 converter of its own for *its* payloads: the OpenAI Agents SDK's
 ``OpenAIPayloadConverter`` leaves unset fields out (the OpenAI API tells an unset
 field from a null one) and reads a model response that drifted from the SDK's
-types leniently. ``TaskPayloadConverter`` is both: a value whose type is a task
-model goes to ours, every other value to its ``outer_class``, chosen by the
-value's type when written and by the expected type when read. Codec
-(encryption), failure converter and payload store belong to the
-``DataConverter`` around it, so they apply to every payload alike.
+types leniently. ``TaskPayloadConverter`` gives each payload its own: the
+values of the OpenAI SDKs' types (``_FRAMEWORK_TYPES``) to the OpenAI converter,
+everything else -- task models, LangGraph's messages, users' models -- to
+pydantic JSON; chosen by the value's type when written and by the expected type
+when read. An outer converter we know nothing of (pydantic-ai's, a user's)
+takes every value that is not a task model. Codec (encryption), failure
+converter and payload store belong to the ``DataConverter`` around it, so they
+apply to every payload alike.
 
 Which framework needs an outer converter is its plugin's to say
 (``outer_converter_for``): pydantic-ai's plugin keeps any pydantic converter,
