@@ -95,6 +95,7 @@ class ToolsModel(TestModel):
     """First turn: both tools at once; second: their answers, joined."""
 
     def __init__(self) -> None:
+        # TestModel calls its callable with no conversation: get_response answers instead.
         super().__init__(lambda: ResponseBuilders.output_message(""))
 
     async def get_response(

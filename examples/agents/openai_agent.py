@@ -43,6 +43,7 @@ class ScriptedModel(TestModel):
     """
 
     def __init__(self) -> None:
+        # TestModel calls its callable with no conversation: get_response answers instead.
         super().__init__(lambda: ResponseBuilders.output_message(""))
 
     async def get_response(
@@ -52,6 +53,7 @@ class ScriptedModel(TestModel):
 
 
 def scripted_turn(conversation: str | list[Any]) -> ModelResponse:
+    """The tool call until the conversation holds its output; then the verdict."""
     outputs = [
         item["output"]
         for item in (conversation if isinstance(conversation, list) else [])

@@ -65,6 +65,7 @@ class LoggedModel(TestModel):
     """The example's scripted model, each call logged."""
 
     def __init__(self) -> None:
+        # TestModel calls its callable with no conversation: get_response answers instead.
         super().__init__(lambda: openai_agent.scripted_turn(""))
 
     async def get_response(
