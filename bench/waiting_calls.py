@@ -106,15 +106,20 @@ def rss_and_fds(pid: int) -> tuple[float, int]:
 
 
 @contextlib.contextmanager
-def processes(data_dir: Path, port: int, counts: Path, slots: int) -> Iterator[dict[str, int]]:
-    """The front end (which starts the embedded Temporal), then the worker; both stopped."""
+def processes(
+    data_dir: Path, port: int, counts: Path, slots: int, python: str = sys.executable
+) -> Iterator[dict[str, int]]:
+    """The front end (which starts the embedded Temporal), then the worker; both stopped.
+
+    ``python``: the interpreter (and so the fastmcp-temporal) they run, e.g. a checkout
+    of an earlier commit's venv, for a "before" run of the same ladder."""
     env = {**os.environ, "FASTMCP_TEMPORAL_DATA_DIR": str(data_dir)}
-    bin_dir = Path(sys.executable).parent
+    bin_dir = Path(python).parent
     started: list[subprocess.Popen[bytes]] = []
     try:
         started.append(
             subprocess.Popen(
-                [sys.executable, str(SUPPORT / "counting_front_end.py"), str(port), str(counts)],
+                [python, str(SUPPORT / "counting_front_end.py"), str(port), str(counts)],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.DEVNULL,
@@ -359,7 +364,7 @@ async def run(args: argparse.Namespace) -> str:
     data_dir = Path(tempfile.mkdtemp(prefix="bench-waiting-"))
     port, counts = free_port(), data_dir / "rpcs.json"
     slots = max([*args.crowds, args.beside]) + 10
-    with processes(data_dir, port, counts, slots) as pids:
+    with processes(data_dir, port, counts, slots, args.python) as pids:
         server = EmbeddedServer.read(data_dir)
         assert server is not None
         temporal = await TemporalClient.connect(server.address)
@@ -387,6 +392,11 @@ if __name__ == "__main__":
     parser.add_argument("--quick", type=int, default=100, help="quick calls idle and beside")
     parser.add_argument("--beside", type=int, default=200, help="the crowd beside quick calls")
     parser.add_argument("--out", type=Path, help="write the report here (default: stdout)")
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the front end's and worker's interpreter (another checkout's venv: a before run)",
+    )
     args = parse_args(parser, crowds=[3], body_s=2.0, reports=2, quick=3, beside=3, out=None)
     command = " ".join(["bench/waiting_calls.py", *sys.argv[1:]])
     load = os.getloadavg()

@@ -62,6 +62,9 @@ EVERY_LINE: dict[str, str] = {
     "test_examples": "the examples a user of the line runs",
     "test_hosts": "real hosts (Claude Code, Codex) against the line's streamable HTTP transport: "
     "2026-07-28 stateless, 2025-06-18 with a session and a GET stream",
+    "test_openai_agents": "an OpenAI Agents SDK agent called plainly on the line's wire "
+    "(the SDK depends on the MCP SDK too)",
+    "test_langgraph": "a LangGraph graph called plainly on the line's wire",
     "test_startup_line": "the start-up line through FastMCP's logger (get_logger, its handler)",
     "test_replay": "recorded histories decoded into the line's MCP types",
     "test_lines": "this list itself",

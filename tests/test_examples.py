@@ -100,6 +100,23 @@ async def test_the_research_agent_client_runs_against_its_server(
     assert "3 sources on 'durable execution'" in output
 
 
+async def test_the_agents_client_calls_each_framework_as_a_host_does(
+    temporal_server: EmbeddedServer, tmp_path: Path
+) -> None:
+    """``python -m examples.agents.client``: plain ``tools/call``s (no tasks extension)
+    of the three frameworks' agent tools, its server in process on the session's Temporal."""
+    pytest.importorskip("temporalio.openai_agents", reason="needs the openai-agents extra")
+    pytest.importorskip("temporalio.langgraph", reason="needs the langgraph extra")
+    output = await run_to_the_end(
+        "agents-client", [sys.executable, "-m", "examples.agents.client"], temporal_server, tmp_path
+    )
+    asked = "agent asks: The agent suggests 'escalate: enterprise customer'. Go ahead? -> yes"
+    assert output.count(asked) == 3, output
+    for tool in ("openai_triage", "langgraph_triage", "triage_ticket"):
+        assert f"{tool}: {{'ticket': 'login broken for ada@example.com', 'verdict': " in output
+    assert output.count("'verdict': 'escalate: enterprise customer', 'approved': True}") == 3
+
+
 async def test_the_getting_started_tool_and_client(
     temporal_server: EmbeddedServer, tmp_path: Path
 ) -> None:

@@ -15,6 +15,7 @@ here with a non-determinism error. No Temporal server is needed.
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from pathlib import Path
 
@@ -66,11 +67,11 @@ def test_the_recorded_histories_are_exactly_the_declared_paths() -> None:
     # ``remote/``: remote-call histories, recorded and replayed by test_remote_durability,
     # test_remote_endings and test_orchestrator (recording them needs a remote MCP
     # server process, not this harness); ``crash/``: by test_crash (a worker process
-    # it stops).
+    # it stops); ``agents/``: by the agent frameworks' tests (their plugins).
     on_disk = sorted(
         path.relative_to(HISTORIES).as_posix().removesuffix(".json")
         for path in HISTORIES.rglob("*.json")
-        if path.parent.name not in ("remote", "crash")
+        if path.parent.name not in ("remote", "crash", "agents")
     )
     assert on_disk == sorted(FILES)
     assert len(PATHS) >= 12
@@ -89,6 +90,22 @@ def test_every_remote_history_is_declared_by_the_test_that_replays_it() -> None:
         path.relative_to(HISTORIES).as_posix().removesuffix(".body.json").removesuffix(".json")
         for path in (HISTORIES / "remote").glob("*.json")
     )
+    assert on_disk == sorted(name for name in declared for _ in ("task", "body"))
+
+
+def test_every_agent_history_is_declared_by_the_test_that_replays_it() -> None:
+    """An agent framework's recorded run, replayed by its test with its plugin."""
+    declared = []
+    for module in ("tests.test_openai_agents", "tests.test_langgraph"):
+        try:
+            declared.append(importlib.import_module(module).RECORDED)
+        except pytest.skip.Exception:  # the framework's extra is not installed
+            continue
+    on_disk = sorted(
+        path.relative_to(HISTORIES).as_posix().removesuffix(".body.json").removesuffix(".json")
+        for path in (HISTORIES / "agents").glob("*.json")
+    )
+    assert declared, "no agent framework installed: the test extra brings them"
     assert on_disk == sorted(name for name in declared for _ in ("task", "body"))
 
 

@@ -59,6 +59,7 @@ from temporalio.converter import (
 from temporalio.exceptions import ApplicationError
 
 from fastmcp_temporal.server.core.settings import env_var, load_settings, revealed
+from fastmcp_temporal.server.core.task_payloads import payload_converter_for
 from fastmcp_temporal.workflows.models import UNDECRYPTABLE_ERROR_TYPE
 
 logger = logging.getLogger(__name__)
@@ -257,7 +258,10 @@ def codec_from_config(encryption_key: str | None = None) -> AesGcmCodec:
 
 
 def task_data_converter(
-    encryption_key: str | None = None, *, payload_storage: ExternalStorage | None = None
+    encryption_key: str | None = None,
+    *,
+    payload_storage: ExternalStorage | None = None,
+    payload_converter_class: type[PayloadConverter] | None = None,
 ) -> DataConverter:
     """The converter every client and worker of MCP tasks should use.
 
@@ -265,10 +269,16 @@ def task_data_converter(
     encrypts) failure messages moved into encrypted attributes, and the
     external storage big payloads go to (``payload_store``): it stores what the
     codec produced, so an encrypted task's blobs are ciphertext too.
+    ``payload_converter_class``: an agent framework's converter for every payload
+    that is not one of the task's own models (``task_payloads``), e.g. the OpenAI
+    Agents SDK's ``OpenAIPayloadConverter``; default: pydantic JSON for all.
     """
     codec = codec_from_config(encryption_key)
     converter = dataclasses.replace(
-        pydantic_data_converter, payload_codec=codec, external_storage=payload_storage
+        pydantic_data_converter,
+        payload_converter_class=payload_converter_for(payload_converter_class),
+        payload_codec=codec,
+        external_storage=payload_storage,
     )
     if not codec.encrypts:
         return converter

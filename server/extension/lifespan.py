@@ -39,6 +39,7 @@ from fastmcp_temporal.server.core import metrics, scope
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.credentials import resolve_policy
 from fastmcp_temporal.server.core.settings import load_settings
+from fastmcp_temporal.server.core.task_payloads import with_plugin_payloads
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.extension import startup_line
 from fastmcp_temporal.server.extension.drain import SigtermDrain, exits_cleanly
@@ -136,6 +137,9 @@ async def running(
             live.own_connection = weakref.ref(client.service_client)
             if live.dev_server is None:
                 payloads.announce_local_default()
+        # An agent framework's plugin that needs its own payload converter (the
+        # OpenAI Agents SDK's) gets it for its payloads, under ours.
+        client = with_plugin_payloads(client, plugins)
         versioning = options.worker_versioning()
         task_queue = options.queue(server.name, embedded=live.dev_server is not None)
         live.engine = TaskEngine(

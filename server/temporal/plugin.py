@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
@@ -38,6 +37,7 @@ from fastmcp_temporal.activities.tool_leg import ToolLegActivity
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.credentials import CredentialPolicy, embedded_seal
 from fastmcp_temporal.server.core.settings import load_settings
+from fastmcp_temporal.server.core.task_payloads import payload_converter_for
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
@@ -54,17 +54,26 @@ _PASSTHROUGH = ("fastmcp_temporal", "fastmcp", "mcp", "mcp_types", "pydantic", "
 def _task_converter(
     encryption_key: str | None, payload_storage: ExternalStorage | None
 ) -> Callable[[DataConverter | None], DataConverter]:
-    """Keep a codec and a store the caller configured; else the task codec / ``payload_storage``."""
+    """Keep a codec and a store the caller configured; else the task codec / ``payload_storage``.
+
+    A payload converter another plugin set first (the OpenAI Agents SDK's) stays
+    the converter of every payload that is not a task model (``task_payloads``).
+    """
 
     def resolve(converter: DataConverter | None) -> DataConverter:
         storage = payload_storage
-        if converter is not None and converter.external_storage is not None:
-            storage = converter.external_storage
+        outer = None
+        if converter is not None:
+            outer = converter.payload_converter_class
+            if converter.external_storage is not None:
+                storage = converter.external_storage
         if converter is None or converter.payload_codec is None:
-            return task_data_converter(encryption_key, payload_storage=storage)
+            return task_data_converter(
+                encryption_key, payload_storage=storage, payload_converter_class=outer
+            )
         return dataclasses.replace(
             converter,
-            payload_converter_class=pydantic_data_converter.payload_converter_class,
+            payload_converter_class=payload_converter_for(outer),
             external_storage=storage,
         )
 

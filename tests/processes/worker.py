@@ -1,8 +1,9 @@
 """A worker in its own process: ``python -m tests.processes.worker ADDRESS QUEUE [MODULE]``.
 
 It is a test server module's ``mcp`` (default: the crash server) with
-``TemporalTasks`` pointed at the test's Temporal: entering the server's lifespan
-connects and runs the in-process worker.
+``TemporalTasks`` pointed at the test's Temporal, and the module's ``plugins()``
+if it has them (an agent framework's): entering the server's lifespan connects
+and runs the in-process worker.
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ from fastmcp_temporal import LegPolicy, TemporalTasks, _compat
 
 
 async def main(address: str, task_queue: str, module: str) -> None:
-    mcp = importlib.import_module(module).mcp
+    served = importlib.import_module(module)
+    mcp = served.mcp
     mcp.add_extension(
         TemporalTasks(
-            address=address, task_queue=task_queue, leg_policy=LegPolicy(heartbeat_timeout_s=2)
+            address=address,
+            task_queue=task_queue,
+            leg_policy=LegPolicy(heartbeat_timeout_s=2),
+            plugins=getattr(served, "plugins", tuple)(),
         )
     )
     async with _compat.server_lifespan(mcp):
