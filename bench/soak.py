@@ -25,9 +25,6 @@ import asyncio
 import contextlib
 import itertools
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,8 +35,10 @@ from typing import Any
 
 import httpx
 from support.mcp_http import McpHttp
+from support.processes import group, wait_for_port
 from support.smoke import parse_args
 
+from fastmcp_temporal.server.embedded.devserver import free_port
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,12 +74,6 @@ class SoakClient(McpHttp):
         return body, headers
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -97,58 +90,30 @@ def processes(data_dir: Path, port: int, metrics_ports: tuple[int, int]) -> Iter
     """Front end, then worker; both stopped (by process group) on the way out."""
     env = {**os.environ, "FASTMCP_TEMPORAL_DATA_DIR": str(data_dir)}
     bin_dir = Path(sys.executable).parent
-    front = subprocess.Popen(
-        [
-            str(bin_dir / "fastmcp"),
-            "run",
-            "bench/support/soak_server.py",
-            "--transport",
-            "http",
-            *("--host", "127.0.0.1", "--port", str(port)),
-        ],
-        cwd=ROOT,
-        env={
-            **env,
-            "FASTMCP_TEMPORAL_RUN_WORKER": "false",
-            "FASTMCP_TEMPORAL_METRICS_PORT": str(metrics_ports[0]),
-        },
-        stdout=subprocess.DEVNULL,
-        stderr=open(data_dir / "front-end.log", "wb"),  # noqa: SIM115
-        start_new_session=True,
-    )
-    started = [front]
-    try:
-        wait_for_port(port)
-        worker = subprocess.Popen(
-            [str(bin_dir / "fastmcp-temporal"), "worker", "bench/support/soak_server.py"],
-            cwd=ROOT,
-            env={**env, "FASTMCP_TEMPORAL_METRICS_PORT": str(metrics_ports[1])},
-            stdout=subprocess.DEVNULL,
-            stderr=open(data_dir / "worker.log", "wb"),  # noqa: SIM115
-            start_new_session=True,
+    with group(env, data_dir) as started:
+        front = started.start(
+            "front-end",
+            [
+                str(bin_dir / "fastmcp"),
+                "run",
+                "bench/support/soak_server.py",
+                "--transport",
+                "http",
+                *("--host", "127.0.0.1", "--port", str(port)),
+            ],
+            env={
+                "FASTMCP_TEMPORAL_RUN_WORKER": "false",
+                "FASTMCP_TEMPORAL_METRICS_PORT": str(metrics_ports[0]),
+            },
         )
-        started.append(worker)
+        wait_for_port(port)
+        worker = started.start(
+            "worker",
+            [str(bin_dir / "fastmcp-temporal"), "worker", "bench/support/soak_server.py"],
+            env={"FASTMCP_TEMPORAL_METRICS_PORT": str(metrics_ports[1])},
+        )
         wait_for_port(metrics_ports[1])
-        yield [front.pid, worker.pid]
-    finally:
-        for process in reversed(started):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-
-
-def wait_for_port(port: int, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"nothing listens on {port} after {timeout_s} s")
+        yield [front, worker]
 
 
 async def one_task(mcp: McpHttp, kind: str, n: int, tally: Tally, began: float) -> None:

@@ -36,9 +36,7 @@ import contextlib
 import itertools
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +49,7 @@ from typing import Any
 import httpx
 from support.mcp_http import McpHttp
 from support.measure import cpu_seconds
+from support.processes import group, wait_for_port
 from support.smoke import parse_args
 from temporalio.client import Client as TemporalClient
 
@@ -115,57 +114,16 @@ def processes(
     of an earlier commit's venv, for a "before" run of the same ladder."""
     env = {**os.environ, "FASTMCP_TEMPORAL_DATA_DIR": str(data_dir)}
     bin_dir = Path(python).parent
-    started: list[subprocess.Popen[bytes]] = []
-    try:
-        started.append(
-            subprocess.Popen(
-                [python, str(SUPPORT / "counting_front_end.py"), str(port), str(counts)],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=open(data_dir / "front-end.log", "wb"),  # noqa: SIM115
-                start_new_session=True,
-            )
+    with group(env, data_dir, grace_s=60) as started:
+        front = started.start(
+            "front-end", [python, str(SUPPORT / "counting_front_end.py"), str(port), str(counts)]
         )
         wait_for_port(port)
         worker = [str(bin_dir / "fastmcp-temporal"), "worker", "bench/support/waiting_server.py"]
-        started.append(
-            subprocess.Popen(
-                [*worker, "--max-concurrent-legs", str(slots)],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=open(data_dir / "worker.log", "wb"),  # noqa: SIM115
-                start_new_session=True,
-            )
-        )
+        worker_pid = started.start("worker", [*worker, "--max-concurrent-legs", str(slots)])
         server = EmbeddedServer.read(data_dir)
         assert server is not None
-        yield {
-            "front end": started[0].pid,
-            "worker": started[1].pid,
-            "temporal": server.temporal_pid,
-        }
-    finally:
-        for process in reversed(started):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-
-
-def wait_for_port(port: int, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise TimeoutError(f"nothing answers on {port} after {timeout_s} s")
+        yield {"front end": front, "worker": worker_pid, "temporal": server.temporal_pid}
 
 
 async def plain_call(wire: McpHttp, tool: str, arguments: dict[str, Any], token: bool) -> Call:
@@ -219,6 +177,18 @@ async def closed_runs(temporal: TemporalClient, since: datetime, crowd: int) -> 
     return runs
 
 
+async def completed_since(temporal: TemporalClient, since: datetime, crowd: int) -> int:
+    """How many ``work`` tasks started since ``since`` completed, once visibility shows them all
+    (or 30 s passed: visibility trails the history under load)."""
+    query = f"WorkflowType = '{WORK_TYPE}' AND StartTime >= '{since.isoformat()}'"
+    deadline = time.monotonic() + 30
+    while True:
+        done = (await temporal.count_workflows(query + " AND ExecutionStatus = 'Completed'")).count
+        if done >= crowd or time.monotonic() > deadline:
+            return done
+        await asyncio.sleep(0.5)
+
+
 async def sample_peak(pid: int, peak: list[float]) -> None:
     while True:
         rss, fds = rss_and_fds(pid)
@@ -262,8 +232,7 @@ async def variant(
     cpu = {what: cpu_seconds(pid) - cpu_before[what] for what, pid in pids.items()}
     rpcs_after = json.loads(counts.read_text())
     rpcs = {rpc: rpcs_after[rpc] - rpcs_before.get(rpc, 0) for rpc in rpcs_after}
-    query = f"WorkflowType = '{WORK_TYPE}' AND StartTime >= '{since.isoformat()}'"
-    completed = (await temporal.count_workflows(query + " AND ExecutionStatus = 'Completed'")).count
+    completed = await completed_since(temporal, since, crowd)
     return Variant(
         name,
         crowd,
@@ -290,17 +259,30 @@ async def quick_calls(wire: McpHttp, count: int) -> list[float]:
 
 
 async def quick_beside_crowd(
-    wire: McpHttp, args: argparse.Namespace
-) -> tuple[list[float], list[float]]:
-    idle = await quick_calls(wire, args.quick)
+    wire: McpHttp, temporal: TemporalClient, args: argparse.Namespace
+) -> dict[str, list[float]]:
+    """Quick calls on the idle server, beside ``--beside`` waiting calls, and beside as many
+    tasks nobody waits for (the same load on Temporal and the worker, no waiting call)."""
+    quick = {"idle": await quick_calls(wire, args.quick)}
+    base = int(time.time() * 1000) % 10**9
     arguments = [
-        {"n": i, "seconds": args.body_s, "reports": args.reports} for i in range(args.beside)
+        {"n": base + i, "seconds": args.body_s, "reports": args.reports} for i in range(args.beside)
     ]
     crowd = asyncio.gather(*(plain_call(wire, "work", a, token=True) for a in arguments))
     await asyncio.sleep(min(5.0, args.body_s / 2))  # every call of the crowd waits
-    beside = await quick_calls(wire, args.quick)
+    quick["beside waiting calls"] = await quick_calls(wire, args.quick)
     await crowd
-    return idle, beside
+    since = datetime.now(UTC)
+    await asyncio.gather(
+        *(
+            task_call(wire, base + args.beside + i, args.body_s, args.reports)
+            for i in range(args.beside)
+        )
+    )
+    await asyncio.sleep(min(5.0, args.body_s / 2))
+    quick["beside tasks nobody waits for"] = await quick_calls(wire, args.quick)
+    await closed_runs(temporal, since, args.beside)
+    return quick
 
 
 def q(values: list[float], fraction: float) -> float:
@@ -349,14 +331,20 @@ def report(
             f"{q(token.latencies, 0.99) / q(plain.latencies, 0.99):.2f} x | "
             f"{q(token.latencies, 0.99) / q(control.latencies, 0.99):.2f} x |"
         )
-    idle, beside = quick
+    idle = quick["idle"]
     lines += [
         "",
-        f"Quick plain calls ({args.quick}, one after the other, with a token), p50 / p99 ms: idle "
-        f"{q(idle, 0.5) * 1000:.0f} / {q(idle, 0.99) * 1000:.0f}; beside {args.beside} waiting "
-        f"calls {q(beside, 0.5) * 1000:.0f} / {q(beside, 0.99) * 1000:.0f} "
-        f"(p99 {q(beside, 0.99) / q(idle, 0.99):.2f}x idle; target <= 2x)",
+        f"Quick plain calls ({args.quick}, one after the other, with a token), and beside a crowd "
+        f"of {args.beside} (p99 against idle: target <= 2x beside waiting calls):",
+        "",
+        "| where | p50 ms | p99 ms | p99 / idle |",
+        "|---|---|---|---|",
     ]
+    for where, latencies in quick.items():
+        lines.append(
+            f"| {where} | {q(latencies, 0.5) * 1000:.0f} | {q(latencies, 0.99) * 1000:.0f} | "
+            f"{q(latencies, 0.99) / q(idle, 0.99):.2f} x |"
+        )
     return "\n".join(lines)
 
 
@@ -380,7 +368,7 @@ async def run(args: argparse.Namespace) -> str:
                 for name in ("with a token", "without", "control"):
                     variants.append(await variant(name, crowd, args, wire, temporal, pids, counts))
                     print(f"[waiting_calls] {crowd} {name}: done", file=sys.stderr, flush=True)
-            quick = await quick_beside_crowd(wire, args)
+            quick = await quick_beside_crowd(wire, temporal, args)
     return report(args, variants, quick)
 
 

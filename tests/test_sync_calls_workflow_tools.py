@@ -21,9 +21,9 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks, workflow_tool
-from tests.plain_calls import MODES, PlainClient, count_workflows
+from tests.plain_calls import MODES, PlainClient, count_workflows, progress_sink
 from tests.ports import run_server_async
-from tests.processes.agent_workflows import GreeterAgent, logged_step
+from tests.processes.agent_workflows import GreeterAgent, Stepper, logged_step
 
 BuildTasks = Callable[..., TemporalTasks]
 
@@ -32,6 +32,7 @@ def build(extension: TemporalTasks) -> FastMCP:
     mcp = FastMCP("sync-workflow-tools")
     mcp.add_extension(extension)
     mcp.add_tool(workflow_tool(GreeterAgent, activities=[logged_step]))
+    mcp.add_tool(workflow_tool(Stepper))
 
     @mcp.tool(task=TaskConfig(mode="required"))
     async def only_task() -> str:
@@ -75,3 +76,21 @@ async def test_switched_off_a_workflow_tool_is_required_again(temporal_tasks: Bu
         with pytest.raises(MCPError) as refused:
             await client.call_tool_mcp("greeter_agent", {"marker_dir": "unused"})
     assert refused.value.error.code == -32021
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_workflow_tools_progress_reaches_a_plain_call(
+    temporal_tasks: BuildTasks, mode: str
+) -> None:
+    """A workflow tool reports in its own memo (``report_progress``), which the front end
+    reads while the call waits (once a second): its reports, two seconds apart, reach the
+    client as ``notifications/progress``, in order, numbers included."""
+    seen, on_progress = progress_sink()
+    async with (
+        run_server_async(build(temporal_tasks())) as url,
+        PlainClient(url, mode=mode, progress_handler=on_progress) as client,  # type: ignore[arg-type]
+    ):
+        assert (await client.call_tool("stepper", {"steps": 3})).data == "3 steps"
+    assert len(seen) >= 2, seen
+    assert set(seen) <= {(float(i), 3.0, f"step {i}") for i in (1, 2, 3)}, seen
+    assert [progress for progress, _, _ in seen] == sorted({p for p, _, _ in seen})

@@ -188,18 +188,18 @@ async def running(
         stack.callback(uninstall_progress_bridge)
         # SIGTERM unwinds this lifespan and exits 0; an HTTP server drains its waits first.
         stack.enter_context(exits_cleanly())
-        drain = SigtermDrain(options.drain_grace_s)
         # A worker here tells the calls waiting here what its legs do.
-        leg_news = LegNews() if options.run_worker else None
-        live.waits = waits = WaitingCalls(
-            live.engine,
-            leg_news,
-            keepalive_s=options.keepalive_s,
-            reads_per_second=options.wait_reads_per_second,
-            on_wait=lambda: drain.arm(waits),
-        )
-        await stack.enter_async_context(waits.running())
+        leg_news = LegNews() if options.run_worker and not options.worker_only else None
         if not options.worker_only:
+            drain = SigtermDrain(options.drain_grace_s)
+            live.waits = waits = WaitingCalls(
+                live.engine,
+                leg_news,
+                keepalive_s=options.keepalive_s,
+                reads_per_second=options.wait_reads_per_second,
+                on_wait=lambda: drain.arm(waits),
+            )
+            await stack.enter_async_context(waits.running())
             # 2025-xx sessions any front end of the deployment serves (see ``sessions``).
             stack.enter_context(sessions.sealing(server, live.engine.scope_secret))
         if options.run_worker:

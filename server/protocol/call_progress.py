@@ -70,6 +70,7 @@ class CallProgress:
         #: What the task does, in words: its body's last message, or what a read said.
         self._doing: str | None = None
         self._ticking: asyncio.Task[None] | None = None
+        self._closed = False
 
     async def heard(self, report: ProgressReport | None, *, status: str | None = None) -> None:
         """A report of the body (or what a read of the task said, ``status``)."""
@@ -87,13 +88,14 @@ class CallProgress:
                 self._context.log(line.message, line.level, line.logger_name, line.extra)
             )
 
-    def nudge(self, now: float) -> None:
+    def nudge(self) -> None:
         """``tick`` in a task of its own, unless the last is still sending: one client slow
         to read its stream never holds up the others'."""
-        if self._ticking is None or self._ticking.done():
-            self._ticking = asyncio.create_task(self.tick(now))
+        if not self._closed and (self._ticking is None or self._ticking.done()):
+            self._ticking = asyncio.create_task(self.tick(asyncio.get_running_loop().time()))
 
     async def close(self) -> None:
+        self._closed = True
         if self._ticking is not None and not self._ticking.done():
             self._ticking.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -129,20 +129,25 @@ class WaitingCalls:
             self._emptied.set()
 
     async def _tend(self) -> None:
-        """Once a tick: each call's due notification, then the reads within the budget."""
+        """Once a tick, spread over it: each call's due notification, and the reads within
+        the budget -- so that neither Temporal nor this event loop sees a burst."""
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(TICK_S)
             now = loop.time()
             calls = list(self._calls)
-            for call in calls:
-                call.relay.nudge(now)
-            room = self.reads_per_second - len(self._reads)
+            for index, call in enumerate(calls):
+                loop.call_later(index / len(calls) * TICK_S, call.relay.nudge)
+            room = max(self.reads_per_second - len(self._reads), 0)
             due = sorted((call for call in calls if call.read_due(now)), key=CallWait.read_order)
-            for call in due[: max(room, 0)]:
-                read = asyncio.create_task(call.read())
-                self._reads.add(read)
-                read.add_done_callback(self._reads.discard)
+            for index, call in enumerate(due[:room]):
+                loop.call_later(index / room * TICK_S, self._read, call)
+
+    def _read(self, call: CallWait) -> None:
+        if call in self._calls and call.read_due(asyncio.get_running_loop().time()):
+            read = asyncio.create_task(call.read())
+            self._reads.add(read)
+            read.add_done_callback(self._reads.discard)
 
 
 class CallWait:

@@ -101,11 +101,24 @@ class TaskDescription:
 @dataclass(frozen=True)
 class LegStatus:
     """What the running leg says: its message (the ``statusMessage``), and since when;
-    ``report``: its last progress report, numbers included, when its heartbeat has one."""
+    ``report``: its last progress report, numbers included, when it has one (a leg's
+    heartbeat, a workflow tool's memo)."""
 
     message: str | None
     changed_at: datetime | None
     report: ProgressReport | None = None
+
+
+def _report(progress: Any, total: Any, message: Any) -> ProgressReport | None:
+    """A report as a leg's heartbeat or a workflow tool's memo holds it (``None``: no number)."""
+    numeric = (int, float)
+    if not isinstance(progress, numeric) or isinstance(progress, bool):
+        return None
+    return ProgressReport(
+        progress=progress,
+        total=total if isinstance(total, numeric) and not isinstance(total, bool) else None,
+        message=message if isinstance(message, str) else None,
+    )
 
 
 def _utc(timestamp: Timestamp) -> datetime:
@@ -345,6 +358,7 @@ class TaskRecords:
         return LegStatus(
             message if isinstance(message, str) else None,
             datetime.fromisoformat(reported_at) if isinstance(reported_at, str) else None,
+            _report(progress.get("progress"), progress.get("total"), message),
         )
 
     async def _leg_progress(self, description: TaskDescription) -> LegStatus | None:
@@ -372,21 +386,10 @@ class TaskRecords:
             return None
         message = details.get("message")
         changed_at = details.get("message_at")  # absent from legs of older workers
-        progress, total = details.get("progress"), details.get("total")
-        numeric = (int, float)
-        report = (
-            ProgressReport(
-                progress=progress,
-                total=total if isinstance(total, numeric) else None,
-                message=message if isinstance(message, str) else None,
-            )
-            if isinstance(progress, numeric) and not isinstance(progress, bool)
-            else None
-        )
         return LegStatus(
             message if isinstance(message, str) else None,
             datetime.fromisoformat(changed_at) if isinstance(changed_at, str) else None,
-            report,
+            _report(details.get("progress"), details.get("total"), message),
         )
 
     def unless_expired(self, task_id: str, result: GetTaskResult) -> GetTaskResult:

@@ -89,3 +89,15 @@ class ProgressFlood:
             await report_progress(f"report {n} of {reports}", progress=n, total=reports)
         await workflow.wait_condition(lambda: self._released)
         return reports
+
+
+@workflow.defn
+class Stepper:
+    """Report ``steps`` steps (``step i``, i of ``steps``), a workflow timer apart."""
+
+    @workflow.run
+    async def run(self, steps: int) -> str:
+        for step in range(1, steps + 1):
+            await report_progress(f"step {step}", progress=step, total=steps)
+            await workflow.sleep(timedelta(seconds=2))
+        return f"{steps} steps"
