@@ -479,6 +479,7 @@ async def main(
     only: list[str],
     warm_up_calls: int = 10,
     redis: bool = True,
+    skip: tuple[str, ...] = (),
 ) -> None:
     poll_s = poll_ms / 1000
     async with AsyncExitStack() as stack:
@@ -521,6 +522,7 @@ async def main(
             systems.append(System(PEER_REDIS, *mcp_task_calls(redis, "echo"), lambda: redis_pid))
         if only:
             systems = [s for s in systems if any(part in s.name for part in only)]
+        systems = [s for s in systems if not any(part in s.name for part in skip)]
 
         for system in systems:
             with system.setup() if system.setup else nullcontext():
@@ -726,6 +728,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--only", nargs="*", default=[], help="only the rows whose name contains one of these"
     )
+    parser.add_argument(
+        "--skip", nargs="*", default=[], help="not the rows whose name contains one of these"
+    )
     parser.add_argument("--warm-up", type=int, default=10, help="unmeasured calls per row first")
     parser.add_argument(
         "--no-redis", action="store_true", help="leave out the peer on Redis (needs redis-server)"
@@ -740,5 +745,6 @@ if __name__ == "__main__":
             args.only,
             args.warm_up,
             not args.no_redis,
+            tuple(args.skip),
         )
     )
