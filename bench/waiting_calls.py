@@ -79,6 +79,13 @@ class Call:
         marks = [self.began, *self.notifications, self.ended]
         return max(b - a for a, b in itertools.pairwise(marks))
 
+    @property
+    def longest_silence_after_the_first(self) -> float:
+        """As ``longest_silence``, from the first notification on (``nan`` without one)."""
+        marks = [*self.notifications, self.ended]
+        gaps = [b - a for a, b in itertools.pairwise(marks)]
+        return max(gaps) if self.notifications else float("nan")
+
 
 @dataclass
 class Variant:
