@@ -36,6 +36,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -69,6 +70,9 @@ class Call:
     ended: float = 0.0
     right: bool = False
     notifications: list[float] = field(default_factory=list)
+    #: How long after it was sent the front end took the call, from a keepalive's own
+    #: "(N s since the call began)" (``None``: no keepalive came).
+    taken_late: float | None = None
 
     @property
     def latency(self) -> float:
@@ -97,6 +101,7 @@ class Variant:
     notifications: list[int]
     silences: list[float]
     silences_after_first: list[float]
+    taken_late: list[float]
     cpu: dict[str, float]
     seconds: float
     rpcs: dict[str, int]
@@ -134,6 +139,18 @@ def processes(
         yield {"front end": front, "worker": worker_pid, "temporal": server.temporal_pid}
 
 
+SINCE = re.compile(r"\((?:(\d+) min )?(\d+) s since the call began\)$")
+
+
+def taken_late(message: dict[str, Any], call: Call) -> float | None:
+    """The front end's delay in taking ``call``, read off a keepalive notification."""
+    matched = SINCE.search(str(message.get("params", {}).get("message") or ""))
+    if matched is None:
+        return None
+    server_s = int(matched.group(1) or 0) * 60 + int(matched.group(2))
+    return max(time.monotonic() - call.began - server_s - 1, 0.0)  # whole seconds: one off
+
+
 async def plain_call(wire: McpHttp, tool: str, arguments: dict[str, Any], token: bool) -> Call:
     """A plain ``tools/call``, its response stream read as it comes (SSE or JSON)."""
     n = arguments["n"]
@@ -151,6 +168,7 @@ async def plain_call(wire: McpHttp, tool: str, arguments: dict[str, Any], token:
                 message = json.loads(line[5:])
                 if message.get("method") == "notifications/progress":
                     call.notifications.append(time.monotonic())
+                    call.taken_late = call.taken_late or taken_late(message, call)
                 elif "id" in message:
                     final = message
         else:
@@ -250,6 +268,7 @@ async def variant(
         [len(call.notifications) for call in calls],
         [call.longest_silence for call in calls],
         [call.longest_silence_after_the_first for call in calls],
+        [call.taken_late for call in calls if call.taken_late is not None],
         cpu,
         seconds,
         {rpc: n for rpc, n in rpcs.items() if n},
@@ -304,7 +323,8 @@ def report(
 ) -> str:
     lines = [
         "| crowd | variant | right / workflows completed | p50 / p99 s | notifications per call "
-        "(min / median) | longest silence (max) s, from the first notification on | "
+        "(min / median) | longest silence (max) s, from the first notification on; the front "
+        "end took the call s late (max) | "
         "Temporal CPU s | front end CPU s | "
         "worker CPU s | front end Temporal requests/s | front end peak RSS MB / fds |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -320,6 +340,8 @@ def report(
             if v.notifications and min(v.notifications)
             else (f"{max(v.silences):.1f}" if v.silences else "-")
         )
+        if v.taken_late:
+            silence += f"; {max(v.taken_late):.1f}"
         per_s = sum(v.rpcs.values()) / v.seconds
         top = ", ".join(
             f"{rpc} {n / v.seconds:.1f}"

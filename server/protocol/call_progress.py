@@ -61,7 +61,9 @@ class CallProgress:
         self._context = context
         self._request = contextvars.copy_context()
         self._wanted = progress_token(context) is not None
-        self._keepalive_s = keepalive_s
+        # Sent this much before the silence reaches ``keepalive_s``: the read loop nudges
+        # once a tick, spread over the tick, so a keepalive leaves up to two ticks late.
+        self._silence_s = max(keepalive_s - 2 * TICK_S, TICK_S)
         self._began = began
         self._lock = asyncio.Lock()
         self._sent: ProgressReport | None = None
@@ -110,8 +112,8 @@ class CallProgress:
             await self._send(self._pending, now)
         elif (
             keepalive
-            and now - self._sent_at >= self._keepalive_s
-            and now - self._began >= self._keepalive_s
+            and now - self._sent_at >= self._silence_s
+            and now - self._began >= self._silence_s
         ):
             await self._send(self._keepalive(now), now)
 
