@@ -83,6 +83,7 @@ async def call(wire: McpHttp, tool: str, n: int) -> tuple[int, int, float]:
         declare_tasks=False,
         meta={
             "progressToken": f"p{n}",
+            "io.modelcontextprotocol/logLevel": "debug",
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
         },
     )
