@@ -10,6 +10,7 @@ never asked again.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -109,4 +110,9 @@ async def test_cancelling_the_task_stops_the_agent_between_steps(
         body = temporal_client.get_workflow_handle(
             f"{workflow_id_for(tasks[tool].task_id, None)}-body"
         )
-        assert (await body.describe()).status.name == "CANCELED", tool
+        # The task's end asks Temporal to cancel its body (parent close policy
+        # REQUEST_CANCEL), which the body's worker then applies: a moment later.
+        async with asyncio.timeout(60):
+            while (status := (await body.describe()).status.name) == "RUNNING":
+                await asyncio.sleep(0.1)
+        assert status == "CANCELED", tool
