@@ -343,6 +343,15 @@ async def raw_systems(
     return systems
 
 
+def quiet_access_log() -> None:
+    """Silence uvicorn's access log, again after every server start: each start
+    configures logging anew and re-enables it.
+
+    One line per request would be this process's CPU, and stdout is the results file.
+    """
+    logging.getLogger("uvicorn.access").disabled = True
+
+
 async def spec_client_systems(
     stack: AsyncExitStack, data_dir: str, dev_pid: Callable[[], int | None]
 ) -> list[System]:
@@ -353,8 +362,7 @@ async def spec_client_systems(
     """
     served = echo_server(TemporalTasks(data_dir=data_dir, ui=False), "bench-http", adaptive=True)
     url = await stack.enter_async_context(run_server_async(served))
-    # One access-log line per request would be this process's CPU, and stdout is the results file.
-    logging.getLogger("uvicorn.access").disabled = True
+    quiet_access_log()
     # Idle connections are dropped before uvicorn's 5 s keep-alive closes them under a request.
     http = await stack.enter_async_context(
         httpx.AsyncClient(
@@ -416,6 +424,7 @@ async def limited_systems(stack: AsyncExitStack) -> list[System]:
     served = echo_server(extension, "bench-limited", adaptive=True)
     with transfer_reader_limited():
         url = await stack.enter_async_context(run_server_async(served))
+    quiet_access_log()
     assert extension.dev_server is not None
     dev_pid = extension.dev_server.temporal_pid
     http = await stack.enter_async_context(
@@ -538,7 +547,9 @@ async def main(
                             system, totals[system.name, concurrency], share, concurrency, poll_s
                         )
             for system in systems:
-                print(totals[system.name, concurrency].text(system.name, concurrency), flush=True)
+                # Progress on stderr: stdout is the results file, whose table follows.
+                row = totals[system.name, concurrency].text(system.name, concurrency)
+                print(row, file=sys.stderr, flush=True)
 
     print()
     print(
