@@ -19,6 +19,7 @@ work cannot reach, so upstream logs background work at the server's
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,6 +40,8 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 from temporalio import workflow
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import mcp_types
@@ -369,11 +372,33 @@ class StatefulSessions(_fastmcp_http.FastMCPStreamableHTTPSessionManager):
     given; ``serve_opening`` is ``_serve_opening_request``. ``use_session_manager``
     makes FastMCP build the subclass. Delete when the SDK lets a server choose
     session ids and restore a session it did not open (a session store), and
-    FastMCP passes that through.
+    FastMCP passes that through. An SDK without one of these names (checked when a
+    manager is built, see ``_SESSION_MANAGER_STATE``) serves its own sessions, with
+    a warning, rather than fail.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        sdk_manager = StatefulSessions.__mro__[1]  # what this class overrides
+        missing = [
+            name
+            for name in _SESSION_MANAGER_STATE
+            if not hasattr(sdk_manager if name.startswith("_handle") else self, name)
+        ]
+        #: Whether this SDK has every name the portable sessions need.
+        self.portable = not missing
+        if missing:
+            logger.warning(
+                "fastmcp-temporal: this MCP SDK's session manager has no %s; 2025-xx "
+                "sessions are served only by the front end that started them",
+                ", ".join(missing),
+            )
+
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.handle_stateful(scope, receive, send)
+        if self.portable:
+            await self.handle_stateful(scope, receive, send)
+        else:
+            await self.sdk_handling(scope, receive, send)
 
     async def handle_stateful(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one handshake-era request (a subclass's own logic; this is the SDK's)."""
@@ -417,6 +442,16 @@ class StatefulSessions(_fastmcp_http.FastMCPStreamableHTTPSessionManager):
         """Start an admitted session's server task and answer its opening request; a
         refused opening request (HTTP status 400 or more) discards the session."""
         await self._serve_opening_request(transport, scope, receive, send)
+
+
+#: What ``StatefulSessions`` reads and calls on the SDK's manager (SDK 2.3).
+_SESSION_MANAGER_STATE = (
+    "_handle_stateful_request",
+    "_serve_opening_request",
+    "_session_creation_lock",
+    "_server_instances",
+    "_session_owners",
+)
 
 
 def use_session_manager(manager: type[StatefulSessions]) -> None:

@@ -17,8 +17,10 @@ B, as behind a load balancer without sticky sessions:
   got (``404``), also on A, where the session lives, for a caller the SDK alone
   would have let in (its check ignores a subject that is only in the claims);
 - the seal: an id opens to the ``initialize`` it sealed, on any replica of the
-  deployment and no other; only a well-formed ``initialize`` gets one; one too big
-  for a header gets the SDK's own session, served by its front end.
+  deployment and no other, in the one spelling it was minted in, until its age;
+  only a well-formed ``initialize`` gets one; one too big for a header gets the
+  SDK's own session, served by its front end; a ``DELETE``d id is refused where it
+  was deleted; a replica that would negotiate another version refuses the id.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import json
 import re
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +58,7 @@ from tests.processes.session_server import tools
 from tests.test_sync_calls import count_workflows
 
 PROTOCOL = "2025-06-18"  # what Codex speaks
+DAY_S = 86_400.0
 SECRET = "one deployment's scope secret"
 OTHER_SECRET = "another deployment's secret!"
 UNKNOWN = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}}
@@ -353,25 +357,68 @@ HELLO = {
 
 
 def test_an_id_opens_to_the_initialize_it_sealed_and_is_unique() -> None:
-    seal = SessionSeal.for_deployment(SECRET.encode())
+    seal = SessionSeal.for_deployment(SECRET.encode(), DAY_S)
     first, second = seal.mint(opening(HELLO), None), seal.mint(opening(HELLO), None)
     assert first is not None and second is not None and first != second
     assert seal.open(first, None) == seal.open(second, None) == HELLO
-    assert SessionSeal.for_deployment(SECRET.encode()).open(first, None) == HELLO  # any replica
-    assert SessionSeal.for_deployment(OTHER_SECRET.encode()).open(first, None) is None
+    replica = SessionSeal.for_deployment(SECRET.encode(), DAY_S)
+    assert replica.open(first, None) == HELLO
+    assert SessionSeal.for_deployment(OTHER_SECRET.encode(), DAY_S).open(first, None) is None
 
 
 @pytest.mark.parametrize(
     "session_id",
-    ["s1.", "s1.!!", "s1.AAAA", "s1.é", "s1." + "A" * 40, "0" * 32],
+    ["s2.", "s2.!!", "s2.AAAA", "s2.é", "s2." + "A" * 40, "0" * 32],
 )
 def test_a_forged_id_opens_to_nothing(session_id: str) -> None:
-    assert SessionSeal.for_deployment(SECRET.encode()).open(session_id, None) is None
+    assert SessionSeal.for_deployment(SECRET.encode(), DAY_S).open(session_id, None) is None
+
+
+@pytest.mark.parametrize(
+    "spell",
+    [
+        pytest.param(lambda sid: sid[:10] + "\t" + sid[10:], id="a-tab-inside"),
+        pytest.param(lambda sid: sid[:10] + " " + sid[10:], id="a-blank-inside"),
+        pytest.param(lambda sid: sid[:10] + "!" + sid[10:], id="a-stray-character"),
+        pytest.param(lambda sid: sid + "=", id="padded"),
+        pytest.param(lambda sid: sid[:-1] + chr(ord(sid[-1]) ^ 1), id="trailing-bits"),
+    ],
+)
+def test_an_id_opens_only_in_the_spelling_it_was_minted_in(spell: Callable[[str], str]) -> None:
+    """The base64 decoder skips what it does not know: without the check, one id had
+    many spellings (each a session of its own), and one with a blank in it made the
+    SDK's transport raise."""
+    seal = SessionSeal.for_deployment(SECRET.encode(), DAY_S)
+    session_id = seal.mint(opening(HELLO), None)
+    assert session_id is not None and seal.open(session_id, None) == HELLO
+    assert seal.open(spell(session_id), None) is None
+
+
+def test_an_id_opens_until_its_age() -> None:
+    now = [1_000_000.0]
+    seal = SessionSeal(b"k" * 32, max_age_s=60, clock=lambda: now[0])
+    session_id = seal.mint(opening(HELLO), None)
+    assert session_id is not None
+    now[0] += 60
+    assert seal.open(session_id, None) == HELLO
+    now[0] += 1
+    assert seal.open(session_id, None) is None
+
+
+def test_a_replica_that_would_negotiate_another_version_refuses_the_id() -> None:
+    """Replicas of two SDKs mid-upgrade: the session's client initializes again rather
+    than go on under a version it never agreed to."""
+    seal = SessionSeal.for_deployment(SECRET.encode(), DAY_S)
+    agreed_elsewhere = {"params": HELLO, "version": "2024-11-05", "issued": time.time()}
+    assert seal.open(seal.seal(agreed_elsewhere, None), None) is None
+    agreed_here = {**agreed_elsewhere, "version": PROTOCOL}
+    assert seal.open(seal.seal(agreed_here, None), None) == HELLO
 
 
 @pytest.mark.parametrize(
     "body",
     [
+        pytest.param(b"[" * 200_000, id="nested-too-deep"),
         pytest.param(b"{not json", id="not-json"),
         pytest.param(json.dumps({"jsonrpc": "2.0", "method": "initialize"}).encode(), id="no-id"),
         pytest.param(opening({"protocolVersion": PROTOCOL}), id="invalid-params"),
@@ -383,7 +430,7 @@ def test_a_forged_id_opens_to_nothing(session_id: str) -> None:
 )
 def test_only_a_well_formed_initialize_gets_a_sealed_id(body: bytes) -> None:
     """Anything else goes to the SDK, which answers it as it always did."""
-    assert SessionSeal.for_deployment(SECRET.encode()).mint(body, None) is None
+    assert SessionSeal.for_deployment(SECRET.encode(), DAY_S).mint(body, None) is None
 
 
 async def test_an_initialize_too_big_for_a_header_gets_the_sdks_own_session(
@@ -402,3 +449,20 @@ async def test_an_initialize_too_big_for_a_header_gets_the_sdks_own_session(
     assert sealed.session_id is not None and SessionSeal.minted(sealed.session_id)
     assert big.session_id is not None and re.fullmatch("[0-9a-f]{32}", big.session_id)
     assert listed.status == 200
+
+
+async def test_a_deleted_session_is_refused_where_it_was_deleted(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    """Before, the front end rebuilt it from its id at the next request."""
+    served = FastMCP("in-process")
+    served.add_extension(temporal_tasks(scope_secret=SECRET))
+    served.mount(tools)
+    async with run_server_async(served) as url, http_client() as http:
+        client = Handshake(http)
+        await client.initialize(url)
+        listed = await client.request(url, "tools/list", {})
+        deleted = await http.delete(url, headers=client.headers())
+        after = await client.request(url, "tools/list", {})
+    assert (listed.status, deleted.status_code) == (200, 200)
+    assert (after.status, after.frames) == (404, [UNKNOWN])

@@ -47,6 +47,9 @@ DEFAULT_WAIT_READS_PER_SECOND = 50
 #: How long a front end being stopped lets its waiting calls finish: Kubernetes'
 #: default ``terminationGracePeriodSeconds``.
 DEFAULT_DRAIN_GRACE_S = 30.0
+#: How long a 2025-xx session id opens on any front end (``server.protocol.sessions``):
+#: a working day and night of one host; the SDK's idle timeout ends it sooner per process.
+DEFAULT_SESSION_MAX_AGE_S = 86_400.0
 
 
 class TemporalTasksSettings(BaseSettings):
@@ -194,6 +197,17 @@ class TemporalTasksSettings(BaseSettings):
             "minus the preStop sleep. `TemporalTasks(drain_grace_s=...)` overrides it.",
         ),
     ] = DEFAULT_DRAIN_GRACE_S
+    session_max_age_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="How long (seconds) a 2025-xx MCP session id minted by a front end "
+            "is served by any front end of the deployment; past it the id answers `404` and "
+            "the client initializes again. The id carries its session (no store), so this "
+            "bounds what a leaked id is worth. `TemporalTasks(session_max_age_s=...)` "
+            "overrides it.",
+        ),
+    ] = DEFAULT_SESSION_MAX_AGE_S
     codec_token: Annotated[
         SecretStr | None,
         Field(

@@ -201,7 +201,9 @@ async def running(
             )
             await stack.enter_async_context(waits.running())
             # 2025-xx sessions any front end of the deployment serves (see ``sessions``).
-            stack.enter_context(sessions.sealing(server, live.engine.scope_secret))
+            stack.enter_context(
+                sessions.sealing(server, live.engine.scope_secret, options.session_max_age_s)
+            )
         if options.run_worker:
             workers = await InProcessWorkers.for_server(
                 server,

@@ -73,6 +73,7 @@ class ExtensionOptions:
     keepalive_s: float
     wait_reads_per_second: int
     drain_grace_s: float
+    session_max_age_s: float
 
     @classmethod
     def resolve(
@@ -115,6 +116,7 @@ class ExtensionOptions:
         keepalive_s: float | None,
         wait_reads_per_second: int | None,
         drain_grace_s: float | None,
+        session_max_age_s: float | None,
     ) -> ExtensionOptions:
         """The arguments checked (``ValueError`` names the bad one), defaults filled in."""
         if ttl_ms <= 0:
@@ -135,6 +137,8 @@ class ExtensionOptions:
             raise ValueError("wait_reads_per_second must be positive")
         if drain_grace_s is not None and drain_grace_s < 0:
             raise ValueError("drain_grace_s must not be negative")
+        if session_max_age_s is not None and session_max_age_s <= 0:
+            raise ValueError("session_max_age_s must be positive")
         settings = load_settings()
         if client_given and encryption_key is not None:
             raise ValueError(
@@ -190,6 +194,9 @@ class ExtensionOptions:
                 else wait_reads_per_second
             ),
             drain_grace_s=settings.drain_grace_s if drain_grace_s is None else drain_grace_s,
+            session_max_age_s=(
+                settings.session_max_age_s if session_max_age_s is None else session_max_age_s
+            ),
         )
 
     def as_worker(

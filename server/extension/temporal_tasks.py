@@ -173,6 +173,9 @@ class TemporalTasks(ServerExtension):
             on); new ones are refused meanwhile (default
             ``FASTMCP_TEMPORAL_DRAIN_GRACE_S``, else 30 s). See
             ``fastmcp_temporal.server.extension.drain``.
+        session_max_age_s: How long a 2025-xx session id is served by any front
+            end of the deployment (default ``FASTMCP_TEMPORAL_SESSION_MAX_AGE_S``,
+            else 24 h). See ``fastmcp_temporal.server.protocol.sessions``.
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -218,6 +221,7 @@ class TemporalTasks(ServerExtension):
         keepalive_s: float | None = None,
         wait_reads_per_second: int | None = None,
         drain_grace_s: float | None = None,
+        session_max_age_s: float | None = None,
     ) -> None:
         self._options = ExtensionOptions.resolve(
             client_given=client is not None,
@@ -257,6 +261,7 @@ class TemporalTasks(ServerExtension):
             keepalive_s=keepalive_s,
             wait_reads_per_second=wait_reads_per_second,
             drain_grace_s=drain_grace_s,
+            session_max_age_s=session_max_age_s,
         )
         self._client = client
         self._plugins = tuple(plugins)

@@ -9,16 +9,21 @@ a front end a deploy stopped. The MCP Python client does not start over after th
 404: its session stays broken.
 
 Here the id *is* the session: the ``initialize`` params the client sent (protocol
-version, capabilities, client info), compressed and sealed with AES-256-GCM under a
-key every front end derives from the scope secret, with the caller's principal
-(``scope.principal_scope``) as associated data. A front end that gets an id it does
+version, capabilities, client info), the version the SDK negotiated for them and
+when, compressed and sealed with AES-256-GCM under a key every front end derives
+from the scope secret, with the caller's principal (``scope.principal_scope``) as
+associated data. A front end that gets an id it does
 not serve opens it and rebuilds the session by replaying that ``initialize`` and
 ``notifications/initialized`` through the SDK's own handshake, so the session
 negotiates there what it negotiated where it began, and FastMCP's ``on_initialize``
 middleware runs for it there too. An id that is forged, altered, sealed under
 another secret or sent by another caller opens to nothing: an unknown session,
 ``404``, as before; each request checks it, also on the front end that serves it.
-No store: a random nonce makes every id unique (FastMCP keys session state by it).
+So does an id past ``session_max_age_s`` (no id lives for ever: an anonymous
+caller's is a bearer token), one a front end would negotiate another protocol
+version for (replicas of different SDKs mid-upgrade: the client initializes again),
+and one spelled any way but the one it was minted in. No store: a random nonce
+makes every id unique (FastMCP keys session state by it).
 
 What an id cannot carry, because it happens after ``initialize`` or lives in one
 process:
@@ -33,8 +38,12 @@ process:
 - FastMCP's session state (``ctx.set_state``) is in the server's state store, per
   process unless that store is shared; ``Last-Event-ID`` resumes only where the
   events were stored;
-- ``DELETE`` ends the session on the front end that serves it; the id itself stays
-  valid (no revocation without a store).
+- ``notifications/cancelled`` for a request reaches only the front end holding that
+  request: route by ``Mcp-Session-Id`` where clients cancel (Codex does, at its
+  ``tool_timeout_sec``);
+- ``DELETE`` ends the session on the front end that receives it, which refuses the
+  id from then on; another front end serves it until its ``session_max_age_s``
+  (no revocation without a store).
 
 Subscriptions need nothing: FastMCP serves no ``resources/subscribe``, and
 ``subscriptions/listen`` (2026-07-28) is a request of its own, without a session.
@@ -56,8 +65,10 @@ import hmac
 import json
 import logging
 import os
+import re
+import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -68,6 +79,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, InitializeRequestParams
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
@@ -81,11 +93,20 @@ logger = logging.getLogger(__name__)
 
 #: Longest id minted: within the 4-8 KiB header lines proxies and uvicorn accept.
 MAX_ID_CHARS = 4096
-#: Marks an id this module sealed (the SDK's own ids are 32 hex digits).
-_PREFIX = "s1."
-_KEY_LABEL = b"fastmcp-temporal/mcp-session/v1"
+#: Marks an id this module sealed (the SDK's own ids are 32 hex digits). ``s1.`` ids
+#: (no age, no negotiated version) are no longer opened: the SDK answers them ``404``.
+_PREFIX = "s2."
+_KEY_LABEL = b"fastmcp-temporal/mcp-session/v2"
 _NONCE_BYTES = 12
-#: Where the seal rides: on the SDK server FastMCP's session manager holds as ``app``.
+#: The one spelling of a minted id after its prefix: unpadded base64url. The decoder
+#: skips other characters, which would give one id many spellings (and a blank in
+#: one is refused by the SDK's transport).
+_ENCODED = re.compile(r"[A-Za-z0-9_-]+")
+#: Ids ended here by ``DELETE`` remembered at most (the oldest forgotten first).
+_ENDED_KEPT = 10_000
+#: Where the seal rides: on the SDK server FastMCP's session manager holds as ``app``,
+#: the one object of this server the manager FastMCP builds can reach. Goes with
+#: ``_compat.StatefulSessions``.
 _SEAL_ATTRIBUTE = "_fastmcp_temporal_session_seal"
 #: The id of a replayed ``initialize`` (a client's own request ids are its own).
 _REPLAY_ID = "fastmcp-temporal/rebuilt-session"
@@ -94,11 +115,17 @@ _REPLAY_ID = "fastmcp-temporal/rebuilt-session"
 class SessionSeal:
     """Seals a session's ``initialize`` params into its id, bound to its caller, and opens it."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(
+        self, key: bytes, max_age_s: float, clock: Callable[[], float] = time.time
+    ) -> None:
         self._aead = AESGCM(key)
+        self._max_age_s = max_age_s
+        self._clock = clock
+        #: Ids ``DELETE``d here, with when they would have expired anyway.
+        self._ended: dict[str, float] = {}
 
     @classmethod
-    def for_deployment(cls, scope_secret: bytes | None) -> SessionSeal:
+    def for_deployment(cls, scope_secret: bytes | None, max_age_s: float) -> SessionSeal:
         """Under a key derived from the deployment's scope secret, else this process's own."""
         if scope_secret is None:
             logger.info(
@@ -106,8 +133,8 @@ class SessionSeal:
                 "only by the front end that started it",
                 SCOPE_SECRET_ENV,
             )
-            return cls(os.urandom(32))
-        return cls(hmac.new(scope_secret, _KEY_LABEL, hashlib.sha256).digest())
+            return cls(os.urandom(32), max_age_s)
+        return cls(hmac.new(scope_secret, _KEY_LABEL, hashlib.sha256).digest(), max_age_s)
 
     def mint(self, opening_body: bytes, caller: AccessToken | None) -> str | None:
         """A new session's id, if ``opening_body`` is a well-formed ``initialize`` request.
@@ -118,10 +145,8 @@ class SessionSeal:
         params = _initialize_params(opening_body)
         if params is None:
             return None
-        plain = zlib.compress(json.dumps(params, separators=(",", ":")).encode())
-        nonce = os.urandom(_NONCE_BYTES)
-        sealed = nonce + self._aead.encrypt(nonce, plain, _bound_to(caller))
-        session_id = _PREFIX + base64.urlsafe_b64encode(sealed).rstrip(b"=").decode()
+        session = {"params": params, "version": _negotiated(params), "issued": self._clock()}
+        session_id = self.seal(session, caller)
         if len(session_id) > MAX_ID_CHARS:
             logger.warning(
                 "fastmcp-temporal: a session id of %d characters would exceed %d; this "
@@ -132,17 +157,54 @@ class SessionSeal:
             return None
         return session_id
 
+    def seal(self, session: dict[str, Any], caller: AccessToken | None) -> str:
+        """``session`` (its params, negotiated version and issue time) as an id."""
+        plain = zlib.compress(json.dumps(session, separators=(",", ":")).encode())
+        nonce = os.urandom(_NONCE_BYTES)
+        sealed = nonce + self._aead.encrypt(nonce, plain, _bound_to(caller))
+        return _PREFIX + base64.urlsafe_b64encode(sealed).rstrip(b"=").decode()
+
     def open(self, session_id: str, caller: AccessToken | None) -> dict[str, Any] | None:
-        """The ``initialize`` params sealed in ``session_id`` for ``caller``, else ``None``."""
+        """The ``initialize`` params sealed in ``session_id`` for ``caller``, else ``None``:
+        also for an id past its age, ended here, or one this SDK would negotiate
+        another protocol version for."""
         encoded = session_id.removeprefix(_PREFIX)
+        if not _ENCODED.fullmatch(encoded):
+            return None
         try:
             sealed = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+        except (binascii.Error, ValueError):
+            return None
+        if base64.urlsafe_b64encode(sealed).rstrip(b"=").decode() != encoded:
+            return None  # trailing bits set: another spelling of some id
+        try:
             nonce, ciphertext = sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:]
             plain = self._aead.decrypt(nonce, ciphertext, _bound_to(caller))
-        except (binascii.Error, ValueError, InvalidTag):
+        except (ValueError, InvalidTag):
             return None
-        params: dict[str, Any] = json.loads(zlib.decompress(plain))  # sealed here: a dict
+        session: dict[str, Any] = json.loads(zlib.decompress(plain))  # sealed here: a dict
+        if self._clock() - session["issued"] > self._max_age_s or session_id in self._ended:
+            return None
+        params: dict[str, Any] = session["params"]
+        if (here := _negotiated(params)) != session["version"]:
+            logger.warning(
+                "fastmcp-temporal: refused session %s: it negotiated protocol %s where it "
+                "began, this front end's MCP SDK would negotiate %s; the client must "
+                "initialize again",
+                session_id[:16],
+                session["version"],
+                here,
+            )
+            return None
         return params
+
+    def end(self, session_id: str) -> None:
+        """``DELETE``d here: this process refuses the id from now on (until it expires)."""
+        now = self._clock()
+        self._ended = {key: until for key, until in self._ended.items() if until > now}
+        while len(self._ended) >= _ENDED_KEPT:
+            del self._ended[next(iter(self._ended))]
+        self._ended[session_id] = now + self._max_age_s
 
     @staticmethod
     def minted(session_id: str) -> bool:
@@ -153,7 +215,7 @@ class SessionSeal:
 def _initialize_params(body: bytes) -> dict[str, Any] | None:
     try:
         message = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # the SDK answers it -32700, as without us
         return None
     if not isinstance(message, dict) or message.get("method") != "initialize":
         return None
@@ -165,6 +227,13 @@ def _initialize_params(body: bytes) -> dict[str, Any] | None:
     except ValidationError:
         return None
     return params
+
+
+def _negotiated(params: dict[str, Any]) -> str:
+    """The protocol version this process's MCP SDK agrees to for ``params`` (as its
+    ``initialize`` does: the one asked for if it knows it, else its latest)."""
+    requested = params.get("protocolVersion")
+    return requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
 
 
 def _bound_to(caller: AccessToken | None) -> bytes:
@@ -204,6 +273,8 @@ class PortableSessions(_compat.StatefulSessions):
             if not await self._served_here(session_id, params, scope):
                 await _too_many_sessions(scope, receive, send)
                 return
+            if scope["method"] == "DELETE":
+                seal.end(session_id)
         await self.sdk_handling(scope, receive, send)
 
     async def _open_new(
@@ -334,10 +405,10 @@ def install() -> None:
 
 
 @contextlib.contextmanager
-def sealing(server: FastMCP, scope_secret: bytes | None) -> Iterator[None]:
+def sealing(server: FastMCP, scope_secret: bytes | None, max_age_s: float) -> Iterator[None]:
     """While inside, ``server``'s 2025-xx sessions get sealed ids any front end serves."""
     low_level = _compat.low_level_server(server)
-    setattr(low_level, _SEAL_ATTRIBUTE, SessionSeal.for_deployment(scope_secret))
+    setattr(low_level, _SEAL_ATTRIBUTE, SessionSeal.for_deployment(scope_secret, max_age_s))
     try:
         yield
     finally:
