@@ -218,13 +218,12 @@ async def only_task(temporal_client: TemporalClient, task_queue: str) -> Workflo
     return temporal_client.get_workflow_handle(workflow_id)
 
 
-async def raw_call(url: str, key: str, runs: Path) -> dict[str, Any]:
+async def raw_call(url: str, key: str | None, runs: Path) -> dict[str, Any]:
     """A plain 2026-07-28 ``tools/call`` (answered as JSON): its JSON-RPC response."""
     params = {"name": RECORD_AND_WAIT, "arguments": {"marker_dir": str(runs)}}
     raw = RawMcp(url)
-    _, body = await raw.call(
-        "tools/call", params, declare_tasks=False, headers={IDEMPOTENCY_KEY_HEADER: key}
-    )
+    headers = {} if key is None else {IDEMPOTENCY_KEY_HEADER: key}
+    _, body = await raw.call("tools/call", params, declare_tasks=False, headers=headers)
     return body
 
 
@@ -289,6 +288,34 @@ async def test_a_drained_front_end_answers_a_call_whose_task_ends_within_its_gra
     assert await completed_text(await only_task(temporal_client, task_queue)) == answered_text(body)
     (task_id,) = {t for _, t in markers(runs, "run")}
     assert markers(runs, "run") == markers(runs, "done") == [(front.pid, task_id)]  # run once
+
+
+async def test_a_drained_call_without_a_key_is_not_retryable(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """A host that sends no ``Idempotency-Key`` (most do not): a retry would be a new
+    task, its body run twice, so the ``-32002`` says ``retryable: false`` and points to
+    ``tasks/get``; the task goes on."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    front, url = await hosting_front_end(
+        temporal_server.address, task_queue, tmp_path, "front-end", grace_s=1
+    )
+    try:
+        waiting = asyncio.create_task(raw_call(url, None, runs))
+        await eventually(lambda: len(markers(runs, "run")) == 1, timeout=60)
+        front.signal(signal.SIGTERM)
+        error = (await asyncio.wait_for(waiting, timeout=60))["error"]
+        assert await front.exit_code(timeout=60) == 0
+        handle = await only_task(temporal_client, task_queue)
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+    finally:
+        front.stop()
+    (task_id,) = {t for _, t in markers(runs, "run")}
+    assert error["code"] == SERVER_DRAINING
+    assert error["data"] == {"taskId": task_id, "retryable": False}
+    assert f"tasks/get {task_id}" in error["message"]
+    await handle.terminate("the test is over")
 
 
 def refuses_connections(url: str) -> bool:

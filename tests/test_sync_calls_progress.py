@@ -59,10 +59,17 @@ async def chatty(ctx: Context) -> str:
     return "found"
 
 
-async def silent(ctx: Context, seconds: float = 3.5, first: bool = False) -> str:
-    """Says nothing for ``seconds`` (after one report, if ``first``)."""
+async def silent(
+    ctx: Context,
+    seconds: float = 3.5,
+    first: bool = False,
+    progress: float = 2,
+    total: float | None = 10,
+) -> str:
+    """Says nothing for ``seconds`` (after one report, ``progress`` of ``total``
+    "unpacking", if ``first``)."""
     if first:
-        await ctx.report_progress(2, 10, "unpacking")
+        await ctx.report_progress(progress, total, "unpacking")
     await asyncio.sleep(seconds)
     return "quiet"
 
@@ -246,6 +253,33 @@ async def test_a_keepalive_goes_on_from_the_bodys_last_report(url_keeping_alive:
     assert increasing(seen)
     assert all(2 < progress < 2.1 and total == 10.0 for progress, total, _ in keepalives)
     assert all(message and message.startswith("unpacking (") for _, _, message in keepalives)
+
+
+async def test_a_keepalive_after_a_report_of_the_whole_shows_no_total(
+    url_keeping_alive: str,
+) -> None:
+    """A body that reported 10 of 10 and goes on: the keepalives rise above 10, so they
+    drop the total rather than claim more than all of it."""
+    seen, on_progress = progress_sink()
+    async with PlainClient(url_keeping_alive, progress_handler=on_progress) as client:
+        answer = await client.call_tool("silent", {"first": True, "progress": 10})
+    assert answer.data == "quiet"
+    assert seen[0] == (10.0, 10.0, "unpacking")
+    assert len(seen) >= 3, seen
+    assert increasing(seen)
+    assert all(progress > 10 and total is None for progress, total, _ in seen[1:])
+
+
+async def test_keepalives_go_on_after_a_huge_progress_value(url_keeping_alive: str) -> None:
+    """At 2e13 a step of 0.001 is lost to rounding: the keepalive rises by the least a
+    float can instead, and keeps coming (before, they stopped)."""
+    seen, on_progress = progress_sink()
+    async with PlainClient(url_keeping_alive, progress_handler=on_progress) as client:
+        arguments = {"first": True, "progress": 2e13, "total": None}
+        assert (await client.call_tool("silent", arguments)).data == "quiet"
+    assert seen[0] == (2e13, None, "unpacking")
+    assert len(seen) >= 3, seen
+    assert increasing(seen)
 
 
 async def test_a_leg_on_another_worker_reports_through_temporal_in_order(

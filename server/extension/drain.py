@@ -19,13 +19,17 @@ then hands the signal to uvicorn, which finds nothing left waiting. A second
 SIGTERM ends the grace at once. The lifespan then unwinds (an in-process
 worker hands its running legs back to Temporal), and the signal uvicorn
 raises again on the way out meets ``exits_cleanly``'s handler: the process
-exits 0.
+exits 0. Under ``uvicorn app:app`` (or ``uvicorn.run(app)``) the lifespan starts
+after uvicorn took SIGTERM, so ``exits_cleanly`` leaves uvicorn's handler alone:
+the drain is the same, but the process then ends by the signal uvicorn re-raises
+(status 143). Another ASGI server's SIGTERM is not drained; a warning says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -34,6 +38,8 @@ from typing import Any
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.server.protocol.call_waits import WaitingCalls
+
+logger = logging.getLogger(__name__)
 
 Handler = Callable[[int, FrameType | None], Any]
 
@@ -71,6 +77,7 @@ class SigtermDrain:
         self._armed: Handler | None = None
         self._draining: asyncio.Task[None] | None = None
         self._hurry = asyncio.Event()
+        self._warned = False
 
     def arm(self, waits: WaitingCalls) -> None:
         """Take SIGTERM from the uvicorn server now serving ``waits``' calls, if one is and
@@ -82,6 +89,14 @@ class SigtermDrain:
             return
         server = _compat.uvicorn_server_of(current)
         if server is None:
+            if current is not _exit_zero and not self._warned:
+                self._warned = True
+                logger.warning(
+                    "fastmcp-temporal: SIGTERM is handled by %r, not by uvicorn: plain "
+                    "calls that wait here are not drained on SIGTERM (see the sync-clients "
+                    "guide, 'A front end that stops')",
+                    current,
+                )
             return
         loop = asyncio.get_running_loop()
 

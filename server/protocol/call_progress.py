@@ -86,6 +86,8 @@ class CallProgress:
 
     async def line(self, line: LogLine) -> None:
         async with self._lock:
+            if self._closed:  # the call has its answer: nothing goes after it
+                return
             await self._in_request(
                 self._context.log(line.message, line.level, line.logger_name, line.extra)
             )
@@ -109,13 +111,13 @@ class CallProgress:
         if not self._wanted or now - self._sent_at < TICK_S:
             return
         if self._pending is not None:
-            await self._send(self._pending, now)
+            await self._send(self._pending, now, throttled=True)
         elif (
             keepalive
             and now - self._sent_at >= self._silence_s
             and now - self._began >= self._silence_s
         ):
-            await self._send(self._keepalive(now), now)
+            await self._send(self._keepalive(now), now, throttled=True)
 
     async def finish(self, final: ProgressReport | None) -> None:
         """Before the result: the body's last report (the task's end carries it), or the
@@ -129,17 +131,29 @@ class CallProgress:
 
     def _keepalive(self, now: float) -> ProgressReport:
         sent = self._sent
-        progress = round(sent.progress + KEEPALIVE_STEP, 6) if sent is not None else 0.0
+        progress, total = 0.0, None
+        if sent is not None:
+            # Up by the step, or by the least a float can (a step too small to show on
+            # a huge value would not increase it, and the keepalives would stop).
+            progress = max(
+                round(sent.progress + KEEPALIVE_STEP, 6), math.nextafter(sent.progress, math.inf)
+            )
+            # Past the total (a body that reported 10/10 and goes on): no percentage over 100.
+            total = sent.total if sent.total is not None and progress <= sent.total else None
         doing = self._doing or "The tool is running"
         return ProgressReport(
             progress=progress,
-            total=sent.total if sent is not None else None,
+            total=total,
             message=f"{doing} ({_duration(now - self._began)} since the call began)",
         )
 
-    async def _send(self, report: ProgressReport, now: float) -> None:
+    async def _send(self, report: ProgressReport, now: float, *, throttled: bool = False) -> None:
+        """``throttled``: not within a tick of the last one (checked once the lock is held,
+        so that two ticks racing for it send one notification, not two)."""
         async with self._lock:
-            if not self._is_new(report):
+            if self._closed or not self._is_new(report):
+                return
+            if throttled and now - self._sent_at < TICK_S:
                 return
             self._sent, self._sent_at = report, now
             if self._pending is not None and not self._is_new(self._pending):

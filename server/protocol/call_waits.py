@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 from fastmcp.server.context import Context
 from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 from temporalio.service import RPCError
 
 from fastmcp_temporal.activities.leg_news import LegBegan, LegEnded, LegNews, LogLine, NewsQueue
@@ -46,6 +47,7 @@ from fastmcp_temporal.client_wire import SERVER_DRAINING
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol.call_progress import TICK_S, CallProgress
+from fastmcp_temporal.server.protocol.idempotency import requested_key
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
 from fastmcp_temporal.server.tasks.task_watch import ended, watch
@@ -53,6 +55,8 @@ from fastmcp_temporal.server.tasks.task_watch import ended, watch
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+#: After the grace, how long the calls still waiting get to take their ``-32002``.
+_ANSWER_LEFT_TICKS = 5
 
 
 class WaitingCalls:
@@ -114,8 +118,10 @@ class WaitingCalls:
                     await self._emptied.wait()
         for call in list(self._calls):
             call.stop_waiting()
-        with contextlib.suppress(TimeoutError):  # each answers at once; bounded all the same
-            async with asyncio.timeout(TICK_S):
+        # Each answers at once, or at its next await of Temporal (a call still starting
+        # its task: ``guard`` sees the stop as it begins to wait); bounded all the same.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_ANSWER_LEFT_TICKS * TICK_S):
                 while self._calls:
                     self._emptied.clear()
                     await self._emptied.wait()
@@ -171,6 +177,10 @@ class CallWait:
         #: The task once it ends or asks, as a read or a follow found it (this round).
         self._found: asyncio.Future[GetTaskResult] | None = None
         self._stopped: asyncio.Future[None] = loop.create_future()
+        #: A retry of this call reattaches to its task (it carries an idempotency key).
+        self._reattachable = False
+        with contextlib.suppress(MCPError):  # a malformed key: the create refuses it
+            self._reattachable = requested_key(context) is not None
 
     async def __aenter__(self) -> CallWait:
         self._calls._joined(self)
@@ -178,9 +188,9 @@ class CallWait:
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._calls._left(self)
+        await self.relay.close()  # first: a read still under way says nothing after the answer
         self._stop_listening()
         await _cancelled(self._following)
-        await self.relay.close()
 
     def listen(self, task_id: str, scope: str | None) -> None:
         """This call's task from now on: call before starting (or answering) it, so
@@ -209,16 +219,38 @@ class CallWait:
             if stopped:
                 await _cancelled(task)
         if stopped:
-            raise MCPError(
-                code=SERVER_DRAINING,
-                message=(
-                    f"This server is shutting down; task {self.task_id} goes on without this "
-                    "call. Get its result with tasks/get, or by calling again with the same "
-                    "Idempotency-Key"
-                ),
-                data={"taskId": self.task_id, "retryable": True},
-            )
+            raise self._drained()
         return task.result()
+
+    def _drained(self) -> MCPError:
+        """The answer of a call the front end stops waiting for: its task goes on.
+
+        Retryable only with the call's idempotency key: without one a retry is a new
+        task, and the body would run twice."""
+        if self._reattachable:
+            how = "call again with the same Idempotency-Key, or tasks/get it"
+        else:
+            how = f"tasks/get {self.task_id} (calling again without an Idempotency-Key starts anew)"
+        return MCPError(
+            code=SERVER_DRAINING,
+            message=(
+                f"This server is shutting down; task {self.task_id} goes on without this "
+                f"call. For its result, {how}"
+            ),
+            data={"taskId": self.task_id, "retryable": self._reattachable},
+        )
+
+    def _lost(self, err: Exception) -> MCPError:
+        """Temporal refused the wait's read for good (not a blip): the task goes on."""
+        logger.warning("Waiting for task %s failed: %r", self.task_id, err)
+        return MCPError(
+            code=INTERNAL_ERROR,
+            message=(
+                f"Task {self.task_id} goes on, but this server cannot read it from Temporal "
+                f"({type(err).__name__}); read it later with tasks/get {self.task_id}"
+            ),
+            data={"taskId": self.task_id, "retryable": False},
+        )
 
     async def until_answerable(self, run_id: str | None = None) -> GetTaskResult:
         """The task once it ended or asks, relaying what it says meanwhile.
@@ -251,9 +283,11 @@ class CallWait:
                     view = ending.result()
                 except RPCError as err:
                     if not is_transient(err):
-                        raise
+                        raise self._lost(err) from err
                     await self.guard(asyncio.sleep(TICK_S))
                     continue
+                except PayloadDecryptionError as err:
+                    raise self._lost(err) from err
                 if view is not None:
                     break
                 run_id = None  # the window ended, or the run continued as new: the task's latest
