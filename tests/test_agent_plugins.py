@@ -25,10 +25,15 @@ from temporalio.worker import Replayer
 
 pytest.importorskip("temporalio.openai_agents", reason="needs the openai-agents extra")
 pytest.importorskip("temporalio.langgraph", reason="needs the langgraph extra")
+pytest.importorskip(
+    "pydantic_ai.durable_exec.temporal", reason="needs pydantic-ai (the test extra)"
+)
 
 from agents import ModelResponse, ModelSettings, Usage
+from agents.items import TResponseStreamEvent
 from langchain_core.messages import HumanMessage
-from openai.types.responses import ResponseFunctionToolCall
+from openai._models import construct_type
+from openai.types.responses import ResponseFunctionToolCall, ResponseTextDeltaEvent
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.langgraph import LangGraphPlugin
 from temporalio.openai_agents import OpenAIAgentsPlugin, OpenAIPayloadConverter
@@ -93,11 +98,17 @@ def test_pydantic_ais_plugin_between_replaces_the_openai_converter() -> None:
     )
 
 
-def test_before_the_openai_plugin_ours_is_refused_as_every_converter_is() -> None:
+def test_before_the_openai_plugin_ours_is_refused_as_every_converter_is(
+    temporal_client: TemporalClient,
+) -> None:
     """Its check wants the SDK default: on temporalio 1.35 it refuses even its own converter
-    (``DataConverter.payload_converter`` is a transfer-type wrapper around it)."""
+    (``DataConverter.payload_converter`` is a transfer-type wrapper around it). On a
+    replayer, its own words are all there is; on a client, ours say which order works."""
     with pytest.raises(ValueError, match="must be of type OpenAIPayloadConverter"):
         replayer_converter([ours(), OpenAIAgentsPlugin()])
+    config = {**temporal_client.config(), "plugins": [ours(), OpenAIAgentsPlugin()]}
+    with pytest.raises(ValueError, match=r"put OpenAIAgentsPlugin before it: plugins=\["):
+        TemporalClient(**config)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="must be of type OpenAIPayloadConverter"):
         OpenAIAgentsPlugin().configure_client(
             {"data_converter": DataConverter(payload_converter_class=OpenAIPayloadConverter)}  # type: ignore[typeddict-item]
@@ -144,6 +155,50 @@ def test_each_payload_goes_to_its_own_converter() -> None:
     assert json.loads(message.data)["messages"][0]["type"] == "human"
 
 
+def test_a_value_goes_to_the_openai_converter_by_what_it_holds_at_any_depth() -> None:
+    """Nested OpenAI values are written as its plugin writes them; a container that
+    also holds another framework's model is pydantic JSON, which keeps that model's
+    fields (a LangChain message's ``type``)."""
+    converter = OPENAI()
+    call = ResponseFunctionToolCall(arguments="{}", call_id="c", name="t", type="function_call")
+    for nested in ({"state": {"call": call}}, [[call]]):
+        assert converter.to_payloads([nested]) == OpenAIPayloadConverter().to_payloads([nested])
+    (mixed,) = converter.to_payloads([{"messages": [HumanMessage("hi")], "call": call}])
+    assert json.loads(mixed.data)["messages"][0]["type"] == "human"
+
+
+def test_a_drifted_stream_event_is_read_leniently_under_a_deep_hint() -> None:
+    """The plugin's streaming activity returns ``list[TResponseStreamEvent]`` (a list of
+    an annotated union): read by the OpenAI converter, whose fallback takes an event
+    that lacks a field the SDK's types require, as its plugin alone would."""
+    converter = OPENAI()
+    drifted = construct_type(
+        type_=ResponseTextDeltaEvent,
+        value={
+            "type": "response.output_text.delta",
+            "delta": "x",
+            "item_id": "i",
+            "output_index": 0,
+            "content_index": 0,
+            "sequence_number": 1,
+        },  # no ``logprobs``
+    )
+    payloads = converter.to_payloads([[drifted]])
+    ((read,),) = converter.from_payloads(payloads, [list[TResponseStreamEvent]])  # type: ignore[list-item]
+    assert isinstance(read, ResponseTextDeltaEvent) and read.delta == "x"
+
+
+def test_a_subclass_of_the_openai_converter_is_for_the_openai_types_only() -> None:
+    """Recognised by its base: LangGraph's messages stay pydantic JSON beside it."""
+
+    class Mine(OpenAIPayloadConverter):
+        pass
+
+    converter = payload_converter_for(Mine)()
+    (message,) = converter.to_payloads([{"messages": [HumanMessage("hi")]}])
+    assert json.loads(message.data)["messages"][0]["type"] == "human"
+
+
 @pytest.mark.parametrize("reverse", [False, True], ids=["openai-first", "pydantic-ai-first"])
 async def test_the_three_frameworks_share_one_worker_in_either_order(
     temporal_client: TemporalClient, task_queue: str, tmp_path: Path, reverse: bool
@@ -165,3 +220,24 @@ async def test_the_three_frameworks_share_one_worker_in_either_order(
                 "verdict": VERDICT,
                 "approved": True,
             }, tool
+
+
+async def test_a_clients_own_plugins_still_reach_the_worker_beside_the_openai_one(
+    temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """LangGraph's plugin on the client it is given, the OpenAI one to ``TemporalTasks``:
+    the client gets twins (with the payload store, with the OpenAI converter), and the
+    worker on them still gets LangGraph's graphs (a worker inherits its client's
+    plugins; a twin has none). Before, they were dropped: the graph's workflow did not
+    even validate."""
+    openai, langgraph, pydantic_ai = agent_plugins()
+    config = temporal_client.config()
+    config["plugins"] = [langgraph]
+    client = TemporalClient(**config)
+    server = build(
+        client=client, task_queue=task_queue, data_dir=tmp_path, plugins=[openai, pydantic_ai]
+    )
+    async with Client(server, elicitation_handler=approve) as mcp_client:
+        task = await call_tool_task(mcp_client, "langgraph_triage", {"ticket": TICKET})
+        result = await task.result(timeout=60)
+    assert result.structured_content == {"ticket": TICKET, "verdict": VERDICT, "approved": True}

@@ -107,6 +107,7 @@ async def test_the_agents_client_calls_each_framework_as_a_host_does(
     of the three frameworks' agent tools, its server in process on the session's Temporal."""
     pytest.importorskip("temporalio.openai_agents", reason="needs the openai-agents extra")
     pytest.importorskip("temporalio.langgraph", reason="needs the langgraph extra")
+    pytest.importorskip("pydantic_ai.durable_exec.temporal", reason="needs pydantic-ai")
     output = await run_to_the_end(
         "agents-client", [sys.executable, "-m", "examples.agents.client"], temporal_server, tmp_path
     )

@@ -18,6 +18,14 @@ pytest.importorskip(
     "temporalio.langgraph",
     reason="needs the langgraph extra: pip install 'fastmcp-temporal[langgraph]'",
 )
+pytest.importorskip(
+    "pydantic_ai.durable_exec.temporal",
+    reason="needs pydantic-ai (examples.agents.server hosts all three frameworks)",
+)
+pytest.importorskip(
+    "temporalio.openai_agents",
+    reason="needs the openai-agents extra (examples.agents.server hosts all three frameworks)",
+)
 
 from temporalio.langgraph import LangGraphPlugin
 

@@ -21,6 +21,14 @@ pytest.importorskip(
     "temporalio.openai_agents",
     reason="needs the openai-agents extra: pip install 'fastmcp-temporal[openai-agents]'",
 )
+pytest.importorskip(
+    "pydantic_ai.durable_exec.temporal",
+    reason="needs pydantic-ai (examples.agents.server hosts all three frameworks)",
+)
+pytest.importorskip(
+    "temporalio.langgraph",
+    reason="needs the langgraph extra (examples.agents.server hosts all three frameworks)",
+)
 
 from agents import ModelResponse, Usage
 from agents.mcp import MCPServerStreamableHttp

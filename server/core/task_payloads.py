@@ -16,8 +16,11 @@ field from a null one) and reads a model response that drifted from the SDK's
 types leniently. ``TaskPayloadConverter`` gives each payload its own: the
 values of the OpenAI SDKs' types (``_FRAMEWORK_TYPES``) to the OpenAI converter,
 everything else -- task models, LangGraph's messages, users' models -- to
-pydantic JSON; chosen by the value's type when written and by the expected type
-when read. An outer converter we know nothing of (pydantic-ai's, a user's)
+pydantic JSON; chosen by the value's type when written (a container by what it
+holds, at any depth: only OpenAI values and plain data go to the OpenAI converter,
+since it would drop a LangChain message's ``type``) and by the expected type when
+read (at any depth of the hint: ``list[Annotated[Union[...]]]`` of the plugin's
+stream events too). An outer converter we know nothing of (pydantic-ai's, a user's)
 takes every value that is not a task model. Codec (encryption), failure
 converter and payload store belong to the ``DataConverter`` around it, so they
 apply to every payload alike.
@@ -69,23 +72,30 @@ _FRAMEWORK_TYPES: dict[str, tuple[str, ...]] = {
 
 
 def _is_of(type_: object, packages: tuple[str, ...]) -> bool:
-    """Whether ``type_`` (or an argument of a hint like ``list[X]``) is from ``packages``."""
+    """Whether ``type_``, or a type anywhere in a hint like ``list[Annotated[X | Y, ...]]``,
+    is from ``packages``."""
     if isinstance(type_, type) and type_.__module__.startswith(packages):
         return True
-    return any(
-        isinstance(arg, type) and arg.__module__.startswith(packages)
-        for arg in typing.get_args(type_)
-    )
+    return any(_is_of(arg, packages) for arg in typing.get_args(type_))
 
 
 def _holds(value: object, packages: tuple[str, ...]) -> bool:
-    """Whether ``value``, or an item of it one level down, is of a type from ``packages``."""
-    if _is_of(type(value), packages):
-        return True
-    items = value.values() if isinstance(value, dict) else value
-    return isinstance(value, (dict, list, tuple)) and any(
-        _is_of(type(item), packages) for item in items
-    )
+    """Whether ``value`` is of a type from ``packages``, or a container that holds such
+    values and, besides them, plain data only (no model of another package, which the
+    outer converter would write without its unset fields)."""
+    found = [False]
+
+    def plain_but_for_packages(item: object) -> bool:
+        if _is_of(type(item), packages):
+            found[0] = True
+            return True
+        if isinstance(item, dict):
+            return all(plain_but_for_packages(entry) for entry in item.values())
+        if isinstance(item, list | tuple):
+            return all(plain_but_for_packages(entry) for entry in item)
+        return isinstance(item, str | int | float | bool | type(None))
+
+    return plain_but_for_packages(value) and found[0]
 
 
 class TaskPayloadConverter(PydanticPayloadConverter):
@@ -158,8 +168,12 @@ def payload_converter_for(outer: type[PayloadConverter] | None) -> type[PayloadC
         return PydanticPayloadConverter
     if issubclass(outer, TaskPayloadConverter):
         return outer
+    # By the package of the class or a base: a user's subclass of the OpenAI converter
+    # is for the OpenAI types too.
     packages = [
-        types for home, types in _FRAMEWORK_TYPES.items() if outer.__module__.startswith(home)
+        types
+        for home, types in _FRAMEWORK_TYPES.items()
+        if any(base.__module__.startswith(home) for base in outer.__mro__)
     ]
     return type(
         f"TaskPayloadConverter[{outer.__name__}]",
@@ -173,7 +187,7 @@ def payload_converter_for(outer: type[PayloadConverter] | None) -> type[PayloadC
     )
 
 
-def _converter_step(plugin: SimplePlugin, converter: DataConverter | None) -> DataConverter | None:
+def converter_step(plugin: SimplePlugin, converter: DataConverter | None) -> DataConverter | None:
     """What ``plugin`` does to a client's ``converter`` (``SimplePlugin.configure_client``)."""
     step = plugin.data_converter
     if callable(step):
@@ -194,13 +208,13 @@ def outer_converter_for(plugins: Sequence[object]) -> type[PayloadConverter] | N
     for plugin in plugins:
         if not isinstance(plugin, SimplePlugin) or plugin.data_converter is None:
             continue
-        alone = _converter_step(plugin, None)
+        alone = converter_step(plugin, None)
         if alone is None or alone.payload_converter_class in _PLAIN:
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a probe, not the client's converter
             try:
-                kept = _converter_step(plugin, probe) is probe
+                kept = converter_step(plugin, probe) is probe
             except ValueError:  # the OpenAI plugin's refusal
                 kept = False
         if not kept:
@@ -217,7 +231,8 @@ def with_plugin_payloads(client: Client, plugins: Sequence[object]) -> Client:
     """``client`` itself, or a twin (same connection) whose converter serves ``plugins`` too.
 
     Only a client on the task converter (plain pydantic JSON) changes: one the
-    caller set up with a converter of their own keeps it.
+    caller set up with a converter of their own keeps it. The twin has no plugins
+    (``client``'s are applied already, in its config): its workers need them passed.
     """
     outer = outer_converter_for(plugins)
     converter = client.data_converter

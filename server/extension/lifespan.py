@@ -130,6 +130,7 @@ async def running(
             max_payload_bytes=options.max_payload_bytes,
         )
         storage = await payloads.open(stack)
+        given = client
         if client is not None:
             client = with_payload_storage(client, storage)
         else:
@@ -140,6 +141,11 @@ async def running(
         # An agent framework's plugin that needs its own payload converter (the
         # OpenAI Agents SDK's) gets it for its payloads, under ours.
         client = with_plugin_payloads(client, plugins)
+        if given is not None and client is not given:
+            # The twins above are built without the given client's plugins (applied
+            # already: they are in its config); a worker inherits its client's, so ours
+            # gets them passed.
+            plugins = [*_worker_plugins_of(given), *plugins]
         versioning = options.worker_versioning()
         task_queue = options.queue(server.name, embedded=live.dev_server is not None)
         live.engine = TaskEngine(
@@ -262,3 +268,8 @@ async def _connect(
     if live.dev_server is not None:
         stack.callback(setattr, live, "dev_server", None)
     return client
+
+
+def _worker_plugins_of(client: Client) -> list[WorkerPlugin]:
+    """The plugins ``client`` was built with that configure workers too."""
+    return [plugin for plugin in client.config()["plugins"] if isinstance(plugin, WorkerPlugin)]

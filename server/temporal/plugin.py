@@ -22,11 +22,13 @@ names that server's data directory.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
+from temporalio.client import ClientConfig
 from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
@@ -37,7 +39,7 @@ from fastmcp_temporal.activities.tool_leg import ToolLegActivity
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.credentials import CredentialPolicy, embedded_seal
 from fastmcp_temporal.server.core.settings import load_settings
-from fastmcp_temporal.server.core.task_payloads import payload_converter_for
+from fastmcp_temporal.server.core.task_payloads import converter_step, payload_converter_for
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
@@ -142,6 +144,29 @@ class McpTasksPlugin(SimplePlugin):
             activities=[legs.run_leg, *activities],
             workflow_runner=_passthrough,
         )
+
+    def configure_client(self, config: ClientConfig) -> ClientConfig:
+        """``SimplePlugin``'s settings; a plugin after this one that would refuse the task
+        converter is named now, with the order that works, instead of failing later with
+        its own words (the OpenAI Agents SDK's: "The payload converter must be of type
+        OpenAIPayloadConverter.")."""
+        config = super().configure_client(config)
+        plugins = list(config.get("plugins") or ())
+        later = plugins[plugins.index(self) + 1 :] if self in plugins else []
+        for plugin in later:
+            if not isinstance(plugin, SimplePlugin):
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a probe, not the client's converter
+                try:
+                    converter_step(plugin, config.get("data_converter"))
+                except ValueError as err:
+                    raise ValueError(
+                        f"{plugin.name()} comes after {self.name()} and refuses its payload "
+                        f"converter ({err}); put {plugin.name()} before it: "
+                        f"plugins=[{plugin.name()}(), McpTasksPlugin(...)]"
+                    ) from err
+        return config
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         """``SimplePlugin``'s settings, plus the Deployment Version it has no parameter for."""
