@@ -343,6 +343,13 @@ def uvicorn_server_of(handler: Callable[..., Any]) -> Any | None:
     return None
 
 
+def shut_down_quietly(server: Any) -> None:
+    """What uvicorn's SIGTERM handler does (``should_exit``), without recording the signal:
+    uvicorn re-raises a recorded one once it has shut down, which under ``uvicorn app:app``
+    (whose default action is back by then) ends the process by the signal, not 0."""
+    server.should_exit = True
+
+
 def stop_accepting(server: Any) -> None:
     """What uvicorn's shutdown does first: stop listening, close idle keep-alive connections
     (a busy one closes once its response is sent)."""

@@ -192,14 +192,20 @@ RECORD_AND_WAIT = "record_and_wait"
 
 
 async def hosting_front_end(
-    address: str, task_queue: str, logs: Path, name: str, grace_s: float | None = None
+    address: str,
+    task_queue: str,
+    logs: Path,
+    name: str,
+    grace_s: float | None = None,
+    serving: str = "http-worker",
 ) -> tuple[Process, str]:
-    """A front end with the worker in its process, serving; ``grace_s``: its drain's grace."""
+    """A front end with the worker in its process, serving; ``grace_s``: its drain's grace;
+    ``serving``: ``http-worker`` (``mcp.run``) or ``uvicorn-worker`` (``uvicorn app:app``)."""
     port = free_port()
     grace = [] if grace_s is None else [str(grace_s)]
     process = Process(
         name,
-        [sys.executable, "-m", SERVER, address, task_queue, "http-worker", str(port), *grace],
+        [sys.executable, "-m", SERVER, address, task_queue, serving, str(port), *grace],
         {},
         logs / f"{name}.log",
     )
@@ -262,14 +268,21 @@ async def completed_text(handle: WorkflowHandle[Any, Any]) -> str:
     return answered_text(view)
 
 
+@pytest.mark.parametrize("serving", ["http-worker", "uvicorn-worker"])
 async def test_a_drained_front_end_answers_a_call_whose_task_ends_within_its_grace(
-    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+    serving: str,
 ) -> None:
-    """Its grace here is a minute (``drain_grace_s``)."""
+    """Its grace here is a minute (``drain_grace_s``). Served by ``mcp.run`` or as
+    ``uvicorn app:app`` serves it (there uvicorn has SIGTERM before the lifespan starts):
+    the same drain, and exit 0 (``uvicorn app:app`` exited by the signal before)."""
     runs = tmp_path / "runs"
     runs.mkdir()
     front, url = await hosting_front_end(
-        temporal_server.address, task_queue, tmp_path, "front-end", grace_s=60
+        temporal_server.address, task_queue, tmp_path, "front-end", grace_s=60, serving=serving
     )
     try:
         waiting = asyncio.create_task(raw_call(url, "drain-finish-1", runs))

@@ -20,9 +20,11 @@ SIGTERM ends the grace at once. The lifespan then unwinds (an in-process
 worker hands its running legs back to Temporal), and the signal uvicorn
 raises again on the way out meets ``exits_cleanly``'s handler: the process
 exits 0. Under ``uvicorn app:app`` (or ``uvicorn.run(app)``) the lifespan starts
-after uvicorn took SIGTERM, so ``exits_cleanly`` leaves uvicorn's handler alone:
-the drain is the same, but the process then ends by the signal uvicorn re-raises
-(status 143). Another ASGI server's SIGTERM is not drained; a warning says so.
+after uvicorn took SIGTERM, so the drain takes it at once, not at the first wait,
+and hands over by asking uvicorn to shut down without recording the signal
+(``_compat.shut_down_quietly``), which it would re-raise on the way out after
+restoring the default action: the process exits 0 there too. Another ASGI
+server's SIGTERM is not drained; a warning says so.
 """
 
 from __future__ import annotations
@@ -101,22 +103,18 @@ class SigtermDrain:
         loop = asyncio.get_running_loop()
 
         def on_sigterm(signum: int, frame: FrameType | None) -> None:
-            loop.call_soon_threadsafe(self._start, waits, server, current, signum)
+            loop.call_soon_threadsafe(self._start, waits, server, current)
 
         self._armed = on_sigterm
         signal.signal(signal.SIGTERM, on_sigterm)
 
-    def _start(
-        self, waits: WaitingCalls, server: Any, uvicorn_handler: Handler, signum: int
-    ) -> None:
+    def _start(self, waits: WaitingCalls, server: Any, uvicorn_handler: Handler) -> None:
         if self._draining is not None:
             self._hurry.set()  # a second SIGTERM: end the grace now
             return
-        self._draining = asyncio.create_task(self._drain(waits, server, uvicorn_handler, signum))
+        self._draining = asyncio.create_task(self._drain(waits, server, uvicorn_handler))
 
-    async def _drain(
-        self, waits: WaitingCalls, server: Any, uvicorn_handler: Handler, signum: int
-    ) -> None:
+    async def _drain(self, waits: WaitingCalls, server: Any, uvicorn_handler: Handler) -> None:
         _compat.stop_accepting(server)
         drain = asyncio.create_task(waits.drain(self._grace_s))
         hurry = asyncio.create_task(self._hurry.wait())
@@ -128,5 +126,5 @@ class SigtermDrain:
             await waits.drain(0)
         hurry.cancel()
         if signal.getsignal(signal.SIGTERM) is self._armed:
-            signal.signal(signal.SIGTERM, uvicorn_handler)
-        uvicorn_handler(signum, None)
+            signal.signal(signal.SIGTERM, uvicorn_handler)  # a SIGTERM now: uvicorn's own
+        _compat.shut_down_quietly(server)

@@ -206,6 +206,9 @@ async def running(
                 on_wait=lambda: drain.arm(waits),
             )
             await stack.enter_async_context(waits.running())
+            # Under ``uvicorn app:app`` its handler is in place already: take it now, so
+            # every SIGTERM goes through the drain (and exits 0), calls waiting or not.
+            drain.arm(waits)
             # 2025-xx sessions any front end of the deployment serves (see ``sessions``).
             stack.enter_context(
                 sessions.sealing(server, live.engine.scope_secret, options.session_max_age_s)
