@@ -387,11 +387,8 @@ class StatefulSessions(_fastmcp_http.FastMCPStreamableHTTPSessionManager):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         sdk_manager = StatefulSessions.__mro__[1]  # what this class overrides
-        missing = [
-            name
-            for name in _SESSION_MANAGER_STATE
-            if not hasattr(sdk_manager if name.startswith("_handle") else self, name)
-        ]
+        missing = [name for name in _SESSION_MANAGER_METHODS if not hasattr(sdk_manager, name)]
+        missing += [name for name in _SESSION_MANAGER_STATE if not hasattr(self, name)]
         #: Whether this SDK has every name the portable sessions need.
         self.portable = not missing
         if missing:
@@ -451,14 +448,10 @@ class StatefulSessions(_fastmcp_http.FastMCPStreamableHTTPSessionManager):
         await self._serve_opening_request(transport, scope, receive, send)
 
 
-#: What ``StatefulSessions`` reads and calls on the SDK's manager (SDK 2.3).
-_SESSION_MANAGER_STATE = (
-    "_handle_stateful_request",
-    "_serve_opening_request",
-    "_session_creation_lock",
-    "_server_instances",
-    "_session_owners",
-)
+#: What ``StatefulSessions`` overrides and calls on the SDK's manager (SDK 2.3) ...
+_SESSION_MANAGER_METHODS = ("_handle_stateful_request", "_serve_opening_request")
+#: ... and the state it reads on each manager.
+_SESSION_MANAGER_STATE = ("_session_creation_lock", "_server_instances", "_session_owners")
 
 
 def use_session_manager(manager: type[StatefulSessions]) -> None:

@@ -83,19 +83,19 @@ def _holds(value: object, packages: tuple[str, ...]) -> bool:
     """Whether ``value`` is of a type from ``packages``, or a container that holds such
     values and, besides them, plain data only (no model of another package, which the
     outer converter would write without its unset fields)."""
-    found = [False]
+    return _kinds(value, packages) == {"framework"}
 
-    def plain_but_for_packages(item: object) -> bool:
-        if _is_of(type(item), packages):
-            found[0] = True
-            return True
-        if isinstance(item, dict):
-            return all(plain_but_for_packages(entry) for entry in item.values())
-        if isinstance(item, list | tuple):
-            return all(plain_but_for_packages(entry) for entry in item)
-        return isinstance(item, str | int | float | bool | type(None))
 
-    return plain_but_for_packages(value) and found[0]
+def _kinds(value: object, packages: tuple[str, ...]) -> set[str]:
+    """What ``value`` holds at any depth: ``framework`` (a type from ``packages``),
+    ``other`` (anything but those and plain data); plain data adds nothing."""
+    if _is_of(type(value), packages):
+        return {"framework"}
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return set().union(*(_kinds(item, packages) for item in value))
+    return set() if isinstance(value, str | int | float | bool | type(None)) else {"other"}
 
 
 class TaskPayloadConverter(PydanticPayloadConverter):
