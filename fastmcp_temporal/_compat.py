@@ -491,6 +491,7 @@ __all__ = [
     "serve_listen",
     "server_lifespan",
     "session_log_level",
+    "shut_down_quietly",
     "stop_accepting",
     "use_session_manager",
     "uvicorn_server_of",
