@@ -29,7 +29,7 @@ Fairness orders each task-queue *partition* on its own, and Temporal spreads a
 queue's new tasks over ``matching.numTaskqueueWritePartitions`` partitions (four
 unless configured): then another caller's task waits behind as much of a
 backlog as the partition it lands on happens to be drained with (measured: 0.4
-to 10.7 s behind 80 tasks of 1 s on 4 slots, against under 1.5 s with one
+to 10.7 s behind 80 tasks of 1 s on 4 slots, against under 2 s with one
 partition; ``bench/investigations/2026-12-05-fairness-regression``). Nothing a
 client sends changes that, so a process that starts tasks with fairness on
 watches for it (``partition_watch``): once a minute it reads whether the
@@ -226,8 +226,8 @@ async def _watch_partitions(client: Client, task_queues: list[str], interval_s: 
                     "fastmcp-temporal: Temporal spreads task queue %r over several partitions "
                     "(%s), and fairness between callers holds within "
                     "each partition only: one caller's backlog can still delay another "
-                    "caller's task by many seconds (measured: up to 10.7 s where one "
-                    "partition kept it under 1.5 s). Give the queue one write partition: "
+                    "caller's task by many seconds (measured: up to 10.7 s behind 80 tasks, "
+                    "under 2 s with one partition). Give the queue one write partition: "
                     "dynamic config matching.numTaskqueueWritePartitions=1 on a self-hosted "
                     "cluster, or ask Temporal Cloud support (docs/guides/deploying.md).",
                     queue,

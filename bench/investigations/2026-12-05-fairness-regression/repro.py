@@ -1,14 +1,26 @@
 """Issue 49 item 5: alice's 80 tasks of 1 s on a worker with 4 slots, then bob's one of 0.3 s.
 
     .venv/bin/python bench/investigations/2026-12-05-fairness-regression/repro.py \
-        --variants current --runs 5
+        --variants current partitions4 partitions4+transfer20 --runs 5 [--history]
 
 Each variant starts its own embedded dev server (a fresh data directory) with
 the dynamic config it names, then runs ``--runs`` times in a row, each run on a
-fresh task queue with a fresh FastMCP server and in-process worker. Per run:
-bob's task from his ``tools/call`` to its workflow's close (server time, not a
-client's poll), how many of alice's bodies started before bob's (an order: no
-CPU speed in it), and bob's history as offsets from his call.
+fresh task queue with a fresh FastMCP server and worker. Per run: bob's task
+from his ``tools/call`` to its workflow's close (server time, not a client's
+poll), how many of alice's bodies started before bob's (an order: no CPU speed
+in it), where alice's legs wait when bob's task ends (tasks per partition), and
+with ``--history`` bob's history as offsets from his call.
+
+A variant is parts joined by ``+``: ``current`` (the embedded server as
+shipped), ``transfer20`` (its transfer reader at Temporal's default 20 reads/s,
+as before 15de497), ``noeageract`` (no eager activities), ``noeagerstart``,
+``nofair`` (``fairness=False``), ``apart`` (a front end without a worker and
+one ``fastmcp-temporal worker`` process), ``plain`` (durable plain calls, no
+tasks extension), ``samequeue`` (one queue for every run, leftovers kept),
+``local`` / ``localdefault`` / ``localwft`` (a short tool: local legs, with the
+local-activity / no / workflow-task slots limited to ``--slots``),
+``partitions4`` (Temporal's default four write partitions) and ``noforward``
+(``matching.backlogNegligibleAge`` 1 s).
 """
 
 from __future__ import annotations
@@ -45,6 +57,7 @@ from support.mcp_http import McpHttp  # noqa: E402
 
 from fastmcp_temporal import TemporalTasks  # noqa: E402
 from fastmcp_temporal.server.embedded import devserver  # noqa: E402
+from fastmcp_temporal.server.tasks.fairness import waiting_by_partition  # noqa: E402
 from fastmcp_temporal.server.temporal.connection import exit_now  # noqa: E402
 from fastmcp_temporal.testing import shared_temporal  # noqa: E402
 
@@ -236,6 +249,7 @@ async def one_run(
         a_before = sum(1 for k, t in body_started.items() if k != "b" and t < body_started["b"])
         a_at_call = sum(1 for k, t in body_started.items() if k != "b" and t < bob_called)
         closed = description.close_time.timestamp()
+        waiting = await waiting_by_partition(client, queue)
         if same_queue is None:
             await terminate_leftovers(extension, queue)
         if worker is not None:
@@ -252,6 +266,7 @@ async def one_run(
         "alice_before_bob": a_before,
         "alice_started_at_bob_call": a_at_call,
         "flood_s": round(bob_called - flood_began, 2),
+        "legs_waiting_by_partition": waiting.get("activity", {}),
         "bob_history": events,
     }
 
