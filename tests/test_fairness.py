@@ -261,12 +261,14 @@ async def test_the_embedded_server_keeps_a_queues_tasks_on_one_partition(
             await temporal_client.get_workflow_handle(workflow_id).terminate("test over")
 
 
-async def test_a_queue_temporal_spreads_over_partitions_is_reported(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+async def test_a_front_end_reports_a_queue_temporal_spreads_over_partitions(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A Temporal with its default four write partitions (as a cluster, Temporal
-    Cloud, or a dev server started without our switches has): the watch says so,
-    naming the queue and the setting."""
+    Cloud, or a dev server started without our switches has): a front end with
+    fairness on says so, naming the queue and the setting. (No worker here: it
+    would take the workflows left waiting.)"""
+    monkeypatch.setattr(fairness, "PARTITION_CHECK_S", 0.05)
     partitions = ["--dynamic-config-value", "matching.numTaskqueueWritePartitions=4"]
     server = await DevServer.start(
         data_dir=tmp_path, in_memory=True, ui=False, extra_args=partitions
@@ -276,8 +278,12 @@ async def test_a_queue_temporal_spreads_over_partitions_is_reported(
         queue = f"spread-{uuid.uuid4().hex[:8]}"
         await leave_waiting(client, queue)
         assert len(await all_waiting(client, queue)) > 1
+        front_end = FastMCP("spread")
+        front_end.add_extension(
+            TemporalTasks(address=server.address, task_queue=queue, run_worker=False, ui=False)
+        )
         with caplog.at_level(logging.WARNING, logger=fairness.__name__):
-            async with fairness.partition_watch(client, [queue], interval_s=0.05):
+            async with run_server_async(front_end):
                 await eventually(lambda: any(queue in r.getMessage() for r in caplog.records))
         (warning,) = [r.getMessage() for r in caplog.records if r.name == fairness.__name__]
         assert "matching.numTaskqueueWritePartitions=1" in warning

@@ -192,10 +192,12 @@ async def waiting_by_partition(client: Client, task_queue: str) -> dict[str, dic
 
 @contextlib.asynccontextmanager
 async def partition_watch(
-    client: Client, task_queues: Collection[str], *, interval_s: float = PARTITION_CHECK_S
+    client: Client, task_queues: Collection[str], *, interval_s: float | None = None
 ) -> AsyncIterator[None]:
-    """While inside: warn once if Temporal spreads any of ``task_queues`` over partitions."""
+    """While inside: warn once if Temporal spreads any of ``task_queues`` over partitions
+    (looked at every ``interval_s``, default ``PARTITION_CHECK_S``)."""
     queues = sorted(set(task_queues))
+    interval_s = interval_s or PARTITION_CHECK_S
     watch = asyncio.create_task(_watch_partitions(client, queues, interval_s))
     try:
         yield
