@@ -21,20 +21,20 @@ that default. Anonymous callers share one scope, and so one key.
 
 The server must have fairness on: the embedded dev server starts with it (see
 ``devserver.FAIRNESS_DYNAMIC_CONFIG``); a self-hosted cluster needs
-``matching.enableFairness`` (and one write partition per task queue for exact
-ordering), Temporal Cloud the namespace's Fairness switch. A server without it
-accepts the key and dispatches first in, first out, as before.
+``matching.enableFairness``, Temporal Cloud the namespace's Fairness switch. A
+server without it accepts the key and dispatches first in, first out, as before.
 
-Fairness orders each task-queue *partition* on its own, and Temporal spreads a
-queue's new tasks over ``matching.numTaskqueueWritePartitions`` partitions (four
-unless configured): then another caller's task waits behind as much of a
-backlog as the partition it lands on happens to be drained with (measured: 0.4
-to 10.7 s behind 80 tasks of 1 s on 4 slots, against under 2 s with one
-partition; ``bench/investigations/2026-12-05-fairness-regression``). Nothing a
-client sends changes that, so a process that starts tasks with fairness on
-watches for it (``partition_watch``): once a minute it reads whether the
-queue's tasks wait on any partition but the first, and says so once, with the
-setting that fixes it.
+It also needs one write partition per task queue. Fairness orders each
+task-queue *partition* on its own, and Temporal writes each new task to a random
+one of ``matching.numTaskqueueWritePartitions`` (four unless configured): on
+four, another caller's task waits behind whatever its partition holds and how
+that partition happens to be served (measured: 0.4 to 10.7 s behind 80 tasks of
+1 s on 4 slots, against under 2 s with one partition;
+``bench/investigations/2026-12-05-fairness-regression``). Nothing a client
+sends changes that, so a process that starts tasks with fairness on watches
+for it (``partition_watch``): once a minute it reads whether its queues' tasks
+wait on any partition but the first, and says so once, with the setting that
+fixes it.
 """
 
 from __future__ import annotations
