@@ -5,15 +5,20 @@ session's Temporal dev server (started with fairness on). What is checked is
 what Temporal dispatches by: the ``Priority`` on the task's workflow (its
 ``describe``), also after continue-as-new, and that the legs inherit it: with
 one worker slot, a second caller's leg is dispatched ahead of the first
-caller's backlog (an order, not a time). How much that helps a waiting caller
-is a benchmark (``bench/fairness.py``).
+caller's backlog (an order, not a time). Fairness orders each task-queue
+partition on its own, so also: the embedded server keeps every queue's tasks on
+one partition, and a Temporal that spreads them is reported. How much fairness
+helps a waiting caller is a benchmark (``bench/fairness.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import mcp_types
@@ -23,7 +28,7 @@ from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from temporalio.client import Client as TemporalClient
 from temporalio.common import Priority
 
-from fastmcp_temporal import FairnessCaller, TemporalTasks
+from fastmcp_temporal import DevServer, FairnessCaller, TemporalTasks
 from fastmcp_temporal.server.core import scope
 from fastmcp_temporal.server.tasks import fairness
 from fastmcp_temporal.workflows.models import CallerSnapshot
@@ -213,3 +218,74 @@ def test_a_hook_answer_temporal_would_refuse_or_clamp_is_an_error(
     policy = fairness.Fairness(lambda caller: answer, scope_secret=None)
     with pytest.raises(ValueError, match="fairness hook"):
         policy.priority("tool", CallerSnapshot())
+
+
+#: Tasks left waiting on a queue nobody polls, to see where Temporal put them.
+UNPOLLED = 16
+
+
+async def leave_waiting(temporal_client: TemporalClient, task_queue: str) -> list[str]:
+    """``UNPOLLED`` workflows on ``task_queue``, which no worker polls: their first
+    workflow tasks wait on whichever partitions Temporal wrote them to."""
+    ids = [f"unpolled-{uuid.uuid4().hex[:8]}" for _ in range(UNPOLLED)]
+    for workflow_id in ids:
+        await temporal_client.start_workflow(
+            "NoWorkerServesThis", id=workflow_id, task_queue=task_queue
+        )
+    return ids
+
+
+async def all_waiting(temporal_client: TemporalClient, task_queue: str) -> dict[int, int]:
+    """The queue's waiting workflow tasks per partition, once Temporal counts all of them."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60  # only a failure waits this long
+    while True:
+        found = await fairness.waiting_by_partition(temporal_client, task_queue)
+        counts = found.get("workflow", {})
+        if sum(counts.values()) >= UNPOLLED:
+            return counts
+        assert loop.time() < deadline, f"Temporal counted {counts} of {UNPOLLED} waiting"
+        await asyncio.sleep(0.1)
+
+
+async def test_the_embedded_server_keeps_a_queues_tasks_on_one_partition(
+    temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """Fairness orders one partition: a queue spread over several would let a
+    caller's task wait behind most of another's backlog again."""
+    ids = await leave_waiting(temporal_client, task_queue)
+    try:
+        assert await all_waiting(temporal_client, task_queue) == {0: UNPOLLED}
+    finally:
+        for workflow_id in ids:
+            await temporal_client.get_workflow_handle(workflow_id).terminate("test over")
+
+
+async def test_a_front_end_reports_a_queue_temporal_spreads_over_partitions(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Temporal with its default four write partitions (as a cluster, Temporal
+    Cloud, or a dev server started without our switches has): a front end with
+    fairness on says so, naming the queue and the setting. (No worker here: it
+    would take the workflows left waiting.)"""
+    monkeypatch.setattr(fairness, "PARTITION_CHECK_S", 0.05)
+    partitions = ["--dynamic-config-value", "matching.numTaskqueueWritePartitions=4"]
+    server = await DevServer.start(
+        data_dir=tmp_path, in_memory=True, ui=False, extra_args=partitions
+    )
+    try:
+        client = await TemporalClient.connect(server.address, namespace=server.namespace)
+        queue = f"spread-{uuid.uuid4().hex[:8]}"
+        await leave_waiting(client, queue)
+        assert len(await all_waiting(client, queue)) > 1
+        front_end = FastMCP("spread")
+        front_end.add_extension(
+            TemporalTasks(address=server.address, task_queue=queue, run_worker=False, ui=False)
+        )
+        with caplog.at_level(logging.WARNING, logger=fairness.__name__):
+            async with run_server_async(front_end):
+                await eventually(lambda: any(queue in r.getMessage() for r in caplog.records))
+        (warning,) = [r.getMessage() for r in caplog.records if r.name == fairness.__name__]
+        assert "matching.numTaskqueueWritePartitions=1" in warning
+    finally:
+        server.stop()

@@ -234,9 +234,10 @@ class TemporalTasksSettings(BaseSettings):
         bool,
         Field(
             description="Give each caller's tasks their own Temporal fairness key, so one "
-            "caller's backlog does not delay the others' (Server >= 1.29 with fairness on; the "
-            "embedded server has it). `TemporalTasks(fairness=...)` overrides it, with `False` "
-            "or a hook choosing key and weight."
+            "caller's backlog does not delay the others' (Server >= 1.29 with fairness on and "
+            "one write partition per task queue; the embedded server has both). "
+            "`TemporalTasks(fairness=...)` overrides it, with `False` or a hook choosing key "
+            "and weight."
         ),
     ] = True
     durable_sync_calls: Annotated[

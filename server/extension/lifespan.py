@@ -53,7 +53,7 @@ from fastmcp_temporal.server.protocol import sessions
 from fastmcp_temporal.server.protocol.call_waits import WaitingCalls
 from fastmcp_temporal.server.protocol.listen import TaskListenHandler
 from fastmcp_temporal.server.tasks.engine import TaskEngine
-from fastmcp_temporal.server.tasks.fairness import Fairness
+from fastmcp_temporal.server.tasks.fairness import Fairness, partition_watch
 from fastmcp_temporal.server.temporal import connection, telemetry
 from fastmcp_temporal.server.temporal.in_process_worker import InProcessWorkers
 
@@ -188,6 +188,12 @@ async def running(
         await stack.enter_async_context(
             metrics.recording(client, task_queue, count_open_tasks=not options.worker_only)
         )
+        if live.engine.starter.fairness is not None and not options.worker_only:
+            # Fairness holds per partition: say so if Temporal spreads the queues.
+            leg_queues = {tool.task_queue for tool in options.tools.values()}
+            leg_queues.add(options.leg_policy.task_queue)
+            queues = {task_queue, *(queue for queue in leg_queues if queue)}
+            await stack.enter_async_context(partition_watch(client, queues))
         # Task status pushed on subscriptions/listen (see ``listen``).
         _compat.serve_listen(server, TaskListenHandler(live.running_engine))
         install_progress_bridge()

@@ -21,28 +21,63 @@ that default. Anonymous callers share one scope, and so one key.
 
 The server must have fairness on: the embedded dev server starts with it (see
 ``devserver.FAIRNESS_DYNAMIC_CONFIG``); a self-hosted cluster needs
-``matching.enableFairness`` (and one write partition per task queue for exact
-ordering), Temporal Cloud the namespace's Fairness switch. A server without it
-accepts the key and dispatches first in, first out, as before.
+``matching.enableFairness``, Temporal Cloud the namespace's Fairness switch. A
+server without it accepts the key and dispatches first in, first out, as before.
+
+It also needs one write partition per task queue. Fairness orders each
+task-queue *partition* on its own, and Temporal writes each new task to a random
+one of ``matching.numTaskqueueWritePartitions`` (four unless configured): on
+four, another caller's task waits behind whatever its partition holds and how
+that partition happens to be served (measured: 0.4 to 10.7 s behind 80 tasks of
+1 s on 4 slots, against under 2 s with one partition;
+``bench/investigations/2026-12-05-fairness-regression``). Nothing a client
+sends changes that, so a process that starts tasks with fairness on watches
+for it (``partition_watch``): once a minute it reads whether its queues' tasks
+wait on any partition but the first, and says so once, with the setting that
+fixes it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
+from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
 from temporalio.common import Priority
+from temporalio.service import RPCError, RPCStatusCode
 
 from fastmcp_temporal.server.core.scope import scope_tag
 from fastmcp_temporal.server.core.settings import env_var, load_settings
 from fastmcp_temporal.workflows.models import CallerSnapshot
+
+logger = logging.getLogger(__name__)
 
 FAIRNESS_ENV = env_var("fairness")
 #: Temporal's limit on a fairness key.
 MAX_KEY_BYTES = 64
 #: Temporal clamps weights to this range.
 MIN_WEIGHT, MAX_WEIGHT = 0.001, 1000.0
+#: How often ``partition_watch`` looks at where the queue's tasks wait.
+PARTITION_CHECK_S = 60.0
+#: The partitions after the first that it reads (Temporal's default is four).
+PROBED_PARTITIONS = (1, 2, 3)
+_TASK_TYPES = {
+    "workflow": TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    "activity": TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+}
+#: A Temporal that will not describe a partition: the watch stops, it cannot tell.
+_CANNOT_TELL = (
+    RPCStatusCode.INVALID_ARGUMENT,
+    RPCStatusCode.PERMISSION_DENIED,
+    RPCStatusCode.UNIMPLEMENTED,
+)
 
 
 @dataclass(frozen=True)
@@ -119,3 +154,85 @@ def _check(key: str, weight: float) -> None:
             f"The fairness hook returned weight {weight!r} for {key!r}: "
             f"between {MIN_WEIGHT} and {MAX_WEIGHT}"
         )
+
+
+async def _backlog(client: Client, queue: str, task_type: TaskQueueType.ValueType) -> int:
+    """How many tasks wait on one partition (the first, or ``/_sys/<queue>/<n>``)."""
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+        task_queue_type=task_type,
+        include_task_queue_status=True,
+    )
+    response = await client.workflow_service.describe_task_queue(request)
+    return response.task_queue_status.backlog_count_hint
+
+
+async def waiting_by_partition(client: Client, task_queue: str) -> dict[str, dict[int, int]]:
+    """Per task type, how many tasks of ``task_queue`` wait on each partition that has any.
+
+    Temporal writes a new task to a random one of the queue's write partitions,
+    and never moves one from the first partition to another, so tasks waiting on
+    a later partition mean the queue's writes are spread. The first partition is
+    read first, the later ones only when it has tasks waiting: a quiet queue
+    costs one read per type.
+    """
+    found: dict[str, dict[int, int]] = {}
+    for name, task_type in _TASK_TYPES.items():
+        first = await _backlog(client, task_queue, task_type)
+        if first == 0:
+            continue
+        counts = {0: first}
+        for n in PROBED_PARTITIONS:
+            if waiting := await _backlog(client, f"/_sys/{task_queue}/{n}", task_type):
+                counts[n] = waiting
+        found[name] = counts
+    return found
+
+
+@contextlib.asynccontextmanager
+async def partition_watch(
+    client: Client, task_queues: Collection[str], *, interval_s: float | None = None
+) -> AsyncIterator[None]:
+    """While inside: warn once if Temporal spreads any of ``task_queues`` over partitions
+    (looked at every ``interval_s``, default ``PARTITION_CHECK_S``)."""
+    queues = sorted(set(task_queues))
+    interval_s = interval_s or PARTITION_CHECK_S
+    watch = asyncio.create_task(_watch_partitions(client, queues, interval_s))
+    try:
+        yield
+    finally:
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+
+
+async def _watch_partitions(client: Client, task_queues: list[str], interval_s: float) -> None:
+    while True:
+        await asyncio.sleep(interval_s)
+        for queue in task_queues:
+            try:
+                found = await waiting_by_partition(client, queue)
+            except RPCError as err:
+                if err.status in _CANNOT_TELL:
+                    logger.debug("fastmcp-temporal: cannot read %r's partitions: %s", queue, err)
+                    return
+                continue  # Temporal busy or away: next round
+            except Exception as err:  # advice only: never the server's failure
+                logger.debug("fastmcp-temporal: could not read %r's partitions: %s", queue, err)
+                continue
+            spread = {kind: sorted(counts) for kind, counts in found.items() if len(counts) > 1}
+            if spread:
+                where = "; ".join(f"{kind} tasks on {parts}" for kind, parts in spread.items())
+                logger.warning(
+                    "fastmcp-temporal: Temporal spreads task queue %r over several partitions "
+                    "(%s), and fairness between callers holds within "
+                    "each partition only: one caller's backlog can still delay another "
+                    "caller's task by many seconds (measured: up to 10.7 s behind 80 tasks, "
+                    "under 2 s with one partition). Give the queue one write partition: "
+                    "dynamic config matching.numTaskqueueWritePartitions=1 on a self-hosted "
+                    "cluster, or ask Temporal Cloud support (docs/guides/deploying.md).",
+                    queue,
+                    where,
+                )
+                return
