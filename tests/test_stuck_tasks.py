@@ -1,0 +1,183 @@
+"""A task whose body keeps failing says so, and a plain call waiting on it is told.
+
+The mistakes a newcomer makes in the first hour, made as they make them, through a
+real FastMCP client over HTTP: a workflow tool whose activity was left out of
+``workflow_tool(..., activities=[...])``; a workflow tool whose workflow task fails
+on every attempt (what a sync LangGraph router does); a function tool whose legs a
+worker without the tool keeps failing; a tool whose legs go to a queue no worker
+polls; a server whose tasks no worker runs at all. Each time the waiting call ends
+with ``-32003`` naming the task and the cause after ``stuck_call_timeout_s`` (small
+here), ``tasks/get`` says the same, and the task goes on: a deploy that fixes it
+finishes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from fastmcp import Client, FastMCP
+from fastmcp.utilities.tasks import TaskConfig
+from mcp.shared.exceptions import MCPError
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
+
+from fastmcp_temporal import McpTasksPlugin, TemporalTasks, ToolOptions, workflow_tool
+from fastmcp_temporal.client import TaskState, get_task
+from fastmcp_temporal.client_wire import TASK_STUCK
+from tests.plain_calls import PlainClient, progress_sink
+from tests.ports import run_server_async
+from tests.processes.stuck_workflows import OrderAgent, SyncRouterAgent, order_status
+
+BuildTasks = Callable[..., TemporalTasks]
+#: The tests' bound on a stuck wait (the default is 30 s), and their keepalive: one
+#: comes before the call ends.
+STUCK_AFTER_S = 3.0
+KEEPALIVE_S = 1.0
+
+
+def agents(extension: TemporalTasks, *, with_activities: bool) -> FastMCP:
+    """The workflow tools, their activity forgotten (or, after the fix, not)."""
+    mcp = FastMCP("stuck")
+    mcp.add_extension(extension)
+    mcp.add_tool(workflow_tool(OrderAgent, activities=[order_status] if with_activities else []))
+    mcp.add_tool(workflow_tool(SyncRouterAgent))
+
+    @mcp.tool(task=TaskConfig(mode="optional"))
+    async def crunch(n: int) -> str:
+        return f"crunched {n}"
+
+    return mcp
+
+
+@contextlib.asynccontextmanager
+async def served(server: FastMCP) -> AsyncIterator[tuple[PlainClient, Client[Any]]]:
+    """A host's plain client and a task-augmented one, on one server over HTTP."""
+    async with (
+        run_server_async(server) as url,
+        PlainClient(url) as plain,
+        Client(url) as tasks,
+    ):
+        yield plain, tasks
+
+
+async def stuck_call(
+    plain: PlainClient, tool: str, arguments: dict[str, Any]
+) -> tuple[MCPError, list[str]]:
+    """The error a plain call of ``tool`` ends with (it must end with one), and the
+    messages of the progress notifications (keepalives) it heard before."""
+    seen, on_progress = progress_sink()
+    with pytest.raises(MCPError) as ended:
+        await plain.call_tool_mcp(tool, arguments, progress_handler=on_progress)
+    return ended.value, [message or "" for _, _, message in seen]
+
+
+def task_of(error: MCPError) -> str:
+    assert error.error.code == TASK_STUCK, error.error
+    assert isinstance(error.error.data, dict)
+    task_id = error.error.data["taskId"]
+    assert isinstance(task_id, str)
+    assert task_id in error.error.message
+    return task_id
+
+
+async def test_a_forgotten_activity_is_named_not_registered_and_a_fix_finishes_the_task(
+    temporal_tasks: BuildTasks,
+) -> None:
+    options = {"stuck_call_timeout_s": STUCK_AFTER_S, "keepalive_s": KEEPALIVE_S}
+    async with served(agents(temporal_tasks(**options), with_activities=False)) as (plain, tasks):
+        error, heard = await stuck_call(plain, "order_agent", {"order": 42})
+        task_id = task_of(error)
+        message = error.error.message
+        assert "'order_status'" in message and "not registered" in message, message
+        assert "LegRequest" not in message, message
+        assert any("not registered" in line for line in heard), heard
+        state = await get_task(tasks.session, task_id)
+        assert state.status == "working"
+        assert state.status_message is not None
+        assert "'order_status'" in state.status_message and "not registered" in state.status_message
+    # The task kept retrying: the fixed server's worker takes the activity and finishes it.
+    async with served(agents(temporal_tasks(**options), with_activities=True)) as (_, tasks):
+        finished = await until_ended(tasks, task_id)
+    assert finished.status == "completed", finished
+    assert finished.result is not None
+    assert finished.result["content"][0]["text"] == "order 42 shipped"
+
+
+async def test_a_body_whose_workflow_task_fails_on_every_attempt_says_so(
+    temporal_tasks: BuildTasks,
+) -> None:
+    options = {"stuck_call_timeout_s": STUCK_AFTER_S, "keepalive_s": KEEPALIVE_S}
+    async with served(agents(temporal_tasks(**options), with_activities=True)) as (plain, tasks):
+        error, heard = await stuck_call(plain, "sync_router_agent", {"question": "where is 42?"})
+        task_id = task_of(error)
+        message = error.error.message
+        assert "Workflow SyncRouterAgent fails its workflow task (attempt " in message, message
+        assert "NotImplementedError" in message, message
+        assert any("SyncRouterAgent fails" in line for line in heard), heard
+        state = await get_task(tasks.session, task_id)
+    assert state.status == "working"
+    assert state.status_message is not None
+    assert "SyncRouterAgent fails its workflow task (attempt " in state.status_message
+
+
+async def test_a_leg_that_a_worker_without_the_tool_keeps_failing_says_so(
+    temporal_tasks: BuildTasks, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """A retryable infrastructure failure of a function tool's leg (a tool's own
+    exception is a completed ``isError`` task): a worker whose server lacks the tool."""
+    front = agents(
+        temporal_tasks(stuck_call_timeout_s=STUCK_AFTER_S, run_worker=False), with_activities=True
+    )
+    other = FastMCP("another server")
+    plugin = McpTasksPlugin(other)
+    worker = Worker(temporal_client, task_queue=task_queue, plugins=[plugin])
+    async with worker, served(front) as (plain, tasks):
+        error, _ = await stuck_call(plain, "crunch", {"n": 7})
+        task_id = task_of(error)
+        assert "Tool leg 'crunch' fails (attempt " in error.error.message, error.error.message
+        assert "not served by this worker" in error.error.message, error.error.message
+        state = await get_task(tasks.session, task_id)
+    assert state.status == "working"
+    assert state.status_message is not None and "not served" in state.status_message
+
+
+async def test_legs_on_a_queue_no_worker_polls_say_so(temporal_tasks: BuildTasks) -> None:
+    extension = temporal_tasks(
+        stuck_call_timeout_s=STUCK_AFTER_S,
+        tools={"crunch": ToolOptions(task_queue="nobody-polls-this-queue")},
+    )
+    async with served(agents(extension, with_activities=True)) as (plain, tasks):
+        error, _ = await stuck_call(plain, "crunch", {"n": 7})
+        task_id = task_of(error)
+        assert "No worker polls task queue 'nobody-polls-this-queue'" in error.error.message
+        state = await get_task(tasks.session, task_id)
+    assert state.status == "working"
+    assert state.status_message is not None
+    assert state.status_message.startswith("No worker polls task queue 'nobody-polls-this-queue'")
+
+
+async def test_a_task_no_worker_runs_says_so_and_a_worker_finishes_it(
+    temporal_tasks: BuildTasks, task_queue: str
+) -> None:
+    options = {"stuck_call_timeout_s": STUCK_AFTER_S}
+    front = agents(temporal_tasks(run_worker=False, **options), with_activities=True)
+    async with served(front) as (plain, tasks):
+        error, _ = await stuck_call(plain, "crunch", {"n": 7})
+        task_id = task_of(error)
+        assert f"No worker polls task queue {task_queue!r}" in error.error.message
+    async with served(agents(temporal_tasks(**options), with_activities=True)) as (_, tasks):
+        finished = await until_ended(tasks, task_id)
+    assert finished.status == "completed", finished
+
+
+async def until_ended(client: Client[Any], task_id: str, timeout: float = 60) -> TaskState:
+    """The task once it ended, read by ``tasks/get`` (fails the test past ``timeout``)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (state := await get_task(client.session, task_id)).status in ("working",):
+        assert asyncio.get_running_loop().time() < deadline, state
+        await asyncio.sleep(0.2)
+    return state
