@@ -16,8 +16,10 @@ one its progress read needs anyway). What a ``describe`` says:
 - an activity at attempt 2 or more, waiting for its next attempt, with the
   last attempt's failure;
 - a workflow task or activity scheduled ``UNSTARTED_S`` ago and not started:
-  then the queue's pollers are read (``DescribeTaskQueue``); none seen for
-  ``_POLLER_SEEN_S`` is a queue nobody serves.
+  then the queue's pollers are read (``DescribeTaskQueue``); none listed is a
+  queue nobody serves (a worker that is lost stays listed for a few minutes:
+  Temporal's poller history; one whose slots are all busy polls no more for a
+  while, so how long ago a worker polled says nothing).
 
 The deeper reads (a failure's history, a queue's pollers) happen only when the
 ``describe`` shows such trouble, and each is remembered in this process for
@@ -62,9 +64,6 @@ from fastmcp_temporal.workflows.models import WORKFLOW_TYPE, WORKFLOW_TYPE_PREFI
 
 #: How long scheduled work may wait for a worker before the queue's pollers are read.
 UNSTARTED_S = 3.0
-#: A queue with no poll for this long has no worker: an idle worker polls at least once
-#: a minute (Temporal's long-poll window), and Temporal lists pollers for minutes after.
-_POLLER_SEEN_S = 75.0
 #: How long a deeper read (a failure's history, a queue's pollers) is remembered here.
 _REMEMBER_S = 5.0
 #: The most ``describe`` calls below the task's own in one read.
@@ -263,7 +262,10 @@ class StuckBodies:
         response = await self.client.workflow_service.describe_task_queue(
             request, retry=True, timeout=self.query_timeout
         )
-        seen = any(_waited(poller.last_access_time) < _POLLER_SEEN_S for poller in response.pollers)
+        # Any poller Temporal still lists: a worker whose slots are all busy polls no more
+        # until one frees, so an old poll is not a missing worker. A lost worker stays
+        # listed for minutes (Temporal's poller history); a queue none ever polled, none.
+        seen = len(response.pollers) > 0
         self._remembered.put(key, "yes" if seen else None)
         return seen
 
