@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -25,11 +26,13 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
-from fastmcp_temporal import McpTasksPlugin, TemporalTasks, ToolOptions, workflow_tool
+from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks, ToolOptions, workflow_tool
 from fastmcp_temporal.client import TaskState, get_task
 from fastmcp_temporal.client_wire import TASK_STUCK
+from tests import forks
 from tests.plain_calls import PlainClient, progress_sink
 from tests.ports import run_server_async
+from tests.processes.running import BIN, ROOT
 from tests.processes.stuck_workflows import OrderAgent, SyncRouterAgent, order_status
 
 BuildTasks = Callable[..., TemporalTasks]
@@ -108,8 +111,11 @@ async def test_a_forgotten_activity_is_named_not_registered_and_a_fix_finishes_t
 
 
 async def test_a_body_whose_workflow_task_fails_on_every_attempt_says_so(
-    temporal_tasks: BuildTasks,
+    temporal_tasks: BuildTasks, temporal_server: DevServer
 ) -> None:
+    """What a sync LangGraph router does: ``run_in_executor`` in the workflow's loop. The
+    host, ``tasks/get`` and an operator's ``fastmcp-temporal tasks show`` all hear it."""
+    address = temporal_server.address
     options = {"stuck_call_timeout_s": STUCK_AFTER_S, "keepalive_s": KEEPALIVE_S}
     async with served(agents(temporal_tasks(**options), with_activities=True)) as (plain, tasks):
         error, heard = await stuck_call(plain, "sync_router_agent", {"question": "where is 42?"})
@@ -119,9 +125,20 @@ async def test_a_body_whose_workflow_task_fails_on_every_attempt_says_so(
         assert "NotImplementedError" in message, message
         assert any("SyncRouterAgent fails" in line for line in heard), heard
         state = await get_task(tasks.session, task_id)
+        shown = await asyncio.to_thread(
+            forks.run,
+            [str(BIN / "fastmcp-temporal"), "tasks", "show", task_id, "--address", address],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert state.status == "working"
     assert state.status_message is not None
     assert "SyncRouterAgent fails its workflow task (attempt " in state.status_message
+    assert shown.returncode == 0, shown.stderr
+    operator_view = json.loads(shown.stdout)
+    assert "SyncRouterAgent fails its workflow task (attempt " in operator_view["statusMessage"]
 
 
 async def test_a_leg_that_a_worker_without_the_tool_keeps_failing_says_so(
