@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -28,7 +29,7 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks, ToolOptions, workflow_tool
 from fastmcp_temporal.client import TaskState, get_task
-from fastmcp_temporal.client_wire import TASK_STUCK
+from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_META, TASK_STUCK
 from tests import forks
 from tests.plain_calls import PlainClient, progress_sink
 from tests.ports import run_server_async
@@ -68,13 +69,13 @@ async def served(server: FastMCP) -> AsyncIterator[tuple[PlainClient, Client[Any
 
 
 async def stuck_call(
-    plain: PlainClient, tool: str, arguments: dict[str, Any]
+    plain: PlainClient, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None
 ) -> tuple[MCPError, list[str]]:
     """The error a plain call of ``tool`` ends with (it must end with one), and the
     messages of the progress notifications (keepalives) it heard before."""
     seen, on_progress = progress_sink()
     with pytest.raises(MCPError) as ended:
-        await plain.call_tool_mcp(tool, arguments, progress_handler=on_progress)
+        await plain.call_tool_mcp(tool, arguments, progress_handler=on_progress, meta=meta)
     return ended.value, [message or "" for _, _, message in seen]
 
 
@@ -91,9 +92,11 @@ async def test_a_forgotten_activity_is_named_not_registered_and_a_fix_finishes_t
     temporal_tasks: BuildTasks,
 ) -> None:
     options = {"stuck_call_timeout_s": STUCK_AFTER_S, "keepalive_s": KEEPALIVE_S}
+    key = {IDEMPOTENCY_KEY_META: f"order-42-{uuid.uuid4()}"}
     async with served(agents(temporal_tasks(**options), with_activities=False)) as (plain, tasks):
-        error, heard = await stuck_call(plain, "order_agent", {"order": 42})
+        error, heard = await stuck_call(plain, "order_agent", {"order": 42}, meta=key)
         task_id = task_of(error)
+        assert error.error.data == {"taskId": task_id, "retryable": True}
         message = error.error.message
         assert "'order_status'" in message and "not registered" in message, message
         assert "LegRequest" not in message, message
@@ -102,9 +105,13 @@ async def test_a_forgotten_activity_is_named_not_registered_and_a_fix_finishes_t
         assert state.status == "working"
         assert state.status_message is not None
         assert "'order_status'" in state.status_message and "not registered" in state.status_message
-    # The task kept retrying: the fixed server's worker takes the activity and finishes it.
-    async with served(agents(temporal_tasks(**options), with_activities=True)) as (_, tasks):
+    # The task kept retrying: the fixed server's worker takes the activity and finishes it,
+    # and the host's retry with the same key gets its result (the body ran in that task).
+    fixed = agents(temporal_tasks(**options), with_activities=True)
+    async with served(fixed) as (plain, tasks):
+        retried = await plain.call_tool_mcp("order_agent", {"order": 42}, meta=key)
         finished = await until_ended(tasks, task_id)
+    assert retried.content[0].text == "order 42 shipped"  # type: ignore[union-attr]
     assert finished.status == "completed", finished
     assert finished.result is not None
     assert finished.result["content"][0]["text"] == "order 42 shipped"
