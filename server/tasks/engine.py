@@ -312,13 +312,14 @@ class TaskEngine:
         if view.status not in ("working", "input_required"):
             return TaskRead(poll_interval.adapt(GetTaskResult.from_view(view)))
         health = await self.bodies.health(description.raw)
-        if health.stuck is not None:
-            task = GetTaskResult.from_view(view, health.stuck.message)
-            return TaskRead(poll_interval.adapt(task), stuck=health.stuck)
+        stuck = health.stuck
+        if stuck is not None and stuck.settled:
+            task = GetTaskResult.from_view(view, stuck.message)
+            return TaskRead(poll_interval.adapt(task), stuck=stuck)
         if body := await self.records.progress(description, health.body):
             task = GetTaskResult.from_view(view, body.message, body.changed_at)
-            return TaskRead(poll_interval.adapt(task), body.report)
-        return TaskRead(poll_interval.adapt(GetTaskResult.from_view(view)))
+            return TaskRead(poll_interval.adapt(task), body.report, stuck)
+        return TaskRead(poll_interval.adapt(GetTaskResult.from_view(view)), stuck=stuck)
 
     # -- tasks/update ---------------------------------------------------------
 

@@ -13,8 +13,8 @@ one its progress read needs anyway). What a ``describe`` says:
 
 - its workflow task at attempt 2 or more: it failed (or timed out) and fails
   again; why is in the history, ten events from its end (read only then);
-- an activity at attempt 2 or more, waiting for its next attempt, with the
-  last attempt's failure;
+- an activity at attempt 2 or more, waiting for its next attempt (or in it
+  for less than ``UNSTARTED_S``), with the last attempt's failure;
 - a workflow task or activity scheduled ``UNSTARTED_S`` ago and not started:
   then the queue's pollers are read (``DescribeTaskQueue``); none listed is a
   queue nobody serves (a worker that is lost stays listed for a few minutes:
@@ -80,9 +80,15 @@ _FAILED_EVENTS = {
 
 @dataclass(frozen=True)
 class Stuck:
-    """What keeps failing in a task's body, in one line (the ``statusMessage``)."""
+    """What keeps failing in a task's body, in one line (the ``statusMessage``).
+
+    ``settled``: ``False`` for an attempt that failed before and started again moments
+    ago (``UNSTARTED_S``): most such attempts fail within milliseconds, so it does not
+    end a stuck spell, but it may be a worker's recovery too, so it is not said over
+    what the attempt reports."""
 
     message: str
+    settled: bool = True
 
 
 @dataclass(frozen=True)
@@ -176,9 +182,15 @@ class StuckBodies:
     async def _activity_trouble(
         self, activity: PendingActivityInfo, what: str, workflow_queue: str
     ) -> Stuck | None:
+        failed_before = activity.attempt > 1 and activity.HasField("last_failure")
+        if activity.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED:
+            if not failed_before or _waited(activity.last_started_time) >= UNSTARTED_S:
+                return None  # an attempt that runs is not stuck
+            reason = await self._reason(activity.last_failure)
+            return _stuck(f"{what} fails (attempt {activity.attempt}): {reason}", settled=False)
         if activity.state != PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED:
-            return None  # running (or being cancelled): an attempt that runs is not stuck
-        if activity.attempt > 1 and activity.HasField("last_failure"):
+            return None  # being cancelled, paused
+        if failed_before:
             reason = await self._reason(activity.last_failure)
             return _stuck(f"{what} fails (attempt {activity.attempt}): {reason}")
         queue = activity.activity_options.task_queue.name or workflow_queue
@@ -270,8 +282,8 @@ class StuckBodies:
         return seen
 
 
-def _stuck(message: str) -> Stuck:
-    return Stuck(message[:1].upper() + message[1:])
+def _stuck(message: str, *, settled: bool = True) -> Stuck:
+    return Stuck(message[:1].upper() + message[1:], settled)
 
 
 def _waited(timestamp: Timestamp) -> float:
