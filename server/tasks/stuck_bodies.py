@@ -56,11 +56,11 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
+from fastmcp_temporal.activities.tool_leg import is_task_workflow
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.temporal_errors import workflow_not_found
 from fastmcp_temporal.server.tasks.task_records import describe_raw
 from fastmcp_temporal.workflows.leg_retry import failure_reason
-from fastmcp_temporal.workflows.models import WORKFLOW_TYPE, WORKFLOW_TYPE_PREFIX
 
 #: How long scheduled work may wait for a worker before the queue's pollers are read.
 UNSTARTED_S = 3.0
@@ -154,7 +154,7 @@ class StuckBodies:
     async def _own_trouble(self, workflow: DescribeWorkflowExecutionResponse) -> Stuck | None:
         """Trouble in this workflow's own workflow task or activities."""
         workflow_type = workflow.workflow_execution_info.type.name
-        ours = workflow_type == WORKFLOW_TYPE or workflow_type.startswith(WORKFLOW_TYPE_PREFIX)
+        ours = is_task_workflow(workflow_type)
         name = "the task's workflow" if ours else f"workflow {workflow_type}"
         queue = workflow.execution_config.task_queue.name
         if workflow.HasField("pending_workflow_task"):
