@@ -20,6 +20,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import httpx
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
@@ -30,11 +31,13 @@ from temporalio.worker import Worker
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks, ToolOptions, workflow_tool
 from fastmcp_temporal.client import TaskState, get_task
 from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_META, TASK_STUCK
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests import forks
 from tests.plain_calls import PlainClient, progress_sink
 from tests.ports import run_server_async
 from tests.processes.running import BIN, ROOT
 from tests.processes.stuck_workflows import OrderAgent, SyncRouterAgent, order_status
+from tests.test_ui import NAMESPACE, current_details
 
 BuildTasks = Callable[..., TemporalTasks]
 #: The tests' bound on a stuck wait (the default is 30 s), and their keepalive: one
@@ -89,8 +92,11 @@ def task_of(error: MCPError) -> str:
 
 
 async def test_a_forgotten_activity_is_named_not_registered_and_a_fix_finishes_the_task(
-    temporal_tasks: BuildTasks,
+    temporal_tasks: BuildTasks, task_queue: str
 ) -> None:
+    """Temporal's own meaning (the type, the queue, "not registered"), never our leg's
+    input error; the host hears it in its keepalives and its error, and its retry with
+    the same idempotency key gets the result once the fix is deployed."""
     options = {"stuck_call_timeout_s": STUCK_AFTER_S, "keepalive_s": KEEPALIVE_S}
     key = {IDEMPOTENCY_KEY_META: f"order-42-{uuid.uuid4()}"}
     async with served(agents(temporal_tasks(**options), with_activities=False)) as (plain, tasks):
@@ -99,6 +105,7 @@ async def test_a_forgotten_activity_is_named_not_registered_and_a_fix_finishes_t
         assert error.error.data == {"taskId": task_id, "retryable": True}
         message = error.error.message
         assert "'order_status'" in message and "not registered" in message, message
+        assert f"task queue {task_queue!r}" in message, message
         assert "LegRequest" not in message, message
         assert any("not registered" in line for line in heard), heard
         state = await get_task(tasks.session, task_id)
@@ -132,6 +139,7 @@ async def test_a_body_whose_workflow_task_fails_on_every_attempt_says_so(
         assert "NotImplementedError" in message, message
         assert any("SyncRouterAgent fails" in line for line in heard), heard
         state = await get_task(tasks.session, task_id)
+        ui = await what_the_ui_shows(temporal_server, workflow_id_for(task_id, None))
         shown = await asyncio.to_thread(
             forks.run,
             [str(BIN / "fastmcp-temporal"), "tasks", "show", task_id, "--address", address],
@@ -146,6 +154,27 @@ async def test_a_body_whose_workflow_task_fails_on_every_attempt_says_so(
     assert shown.returncode == 0, shown.stderr
     operator_view = json.loads(shown.stdout)
     assert "SyncRouterAgent fails its workflow task (attempt " in operator_view["statusMessage"]
+    # The Web UI: the task's page names its body, whose page shows the failing workflow task.
+    body_id = f"{workflow_id_for(task_id, None)}-body"
+    assert f"`{body_id}`" in ui["current_details"], ui
+    assert ui["pending_children"] == [body_id], ui
+    assert ui["body_workflow_task_attempt"] >= 2, ui
+
+
+async def what_the_ui_shows(server: DevServer, workflow_id: str) -> dict[str, Any]:
+    """A task's page and its body's, read through the UI server's API as its pages do."""
+    assert server.ui_url is not None
+    async with httpx.AsyncClient(base_url=server.ui_url, timeout=10) as http:
+        task = (await http.get(f"{NAMESPACE}/workflows/{workflow_id}")).json()
+        children = [child["workflowId"] for child in task.get("pendingChildren") or []]
+        body = (await http.get(f"{NAMESPACE}/workflows/{children[0]}")).json() if children else {}
+        return {
+            "current_details": await current_details(http, workflow_id),
+            "pending_children": children,
+            "body_workflow_task_attempt": int(
+                (body.get("pendingWorkflowTask") or {}).get("attempt") or 0
+            ),
+        }
 
 
 async def test_a_leg_that_a_worker_without_the_tool_keeps_failing_says_so(
