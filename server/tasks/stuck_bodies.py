@@ -243,6 +243,7 @@ class StuckBodies:
 
     async def _reason(self, failure: Failure) -> str:
         """A failure's type and the first line of its message (decoded: it may be encrypted)."""
+        failure = _copied(failure)  # decoding works in place; the description is read on
         try:
             error = await self.client.data_converter.decode_failure(failure)
         except PayloadDecryptionError as err:
@@ -291,6 +292,12 @@ def _waited(timestamp: Timestamp) -> float:
     if not timestamp.seconds:
         return 0.0
     return (datetime.now(UTC) - timestamp.ToDatetime(tzinfo=UTC)).total_seconds()
+
+
+def _copied(failure: Failure) -> Failure:
+    copy = Failure()
+    copy.CopyFrom(failure)
+    return copy
 
 
 def _first_line(text: str) -> str:
