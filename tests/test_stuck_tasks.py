@@ -36,7 +36,7 @@ from tests import forks
 from tests.plain_calls import PlainClient, progress_sink
 from tests.ports import run_server_async
 from tests.processes.running import BIN, ROOT
-from tests.processes.stuck_workflows import OrderAgent, SyncRouterAgent, order_status
+from tests.processes.stuck_workflows import OrderAgent, OrderDesk, SyncRouterAgent, order_status
 from tests.test_ui import NAMESPACE, current_details
 
 BuildTasks = Callable[..., TemporalTasks]
@@ -52,6 +52,7 @@ def agents(extension: TemporalTasks, *, with_activities: bool) -> FastMCP:
     mcp.add_extension(extension)
     mcp.add_tool(workflow_tool(OrderAgent, activities=[order_status] if with_activities else []))
     mcp.add_tool(workflow_tool(SyncRouterAgent))
+    mcp.add_tool(workflow_tool(OrderDesk))  # runs OrderAgent as its child
 
     @mcp.tool(task=TaskConfig(mode="optional"))
     async def crunch(n: int) -> str:
@@ -122,6 +123,20 @@ async def test_a_forgotten_activity_is_named_not_registered_and_a_fix_finishes_t
     assert finished.status == "completed", finished
     assert finished.result is not None
     assert finished.result["content"][0]["text"] == "order 42 shipped"
+
+
+async def test_a_failure_two_workflows_down_is_the_tasks_status_message(
+    temporal_tasks: BuildTasks,
+) -> None:
+    """The body's own child workflow (any depth the task owns) is read too."""
+    options = {"stuck_call_timeout_s": STUCK_AFTER_S}
+    async with served(agents(temporal_tasks(**options), with_activities=False)) as (plain, tasks):
+        error, _ = await stuck_call(plain, "order_desk", {"order": 7})
+        state = await get_task(tasks.session, task_of(error))
+    assert "Activity 'order_status' of workflow OrderAgent fails (attempt " in error.error.message
+    assert state.status == "working"
+    assert state.status_message is not None
+    assert state.status_message.startswith("Activity 'order_status' of workflow OrderAgent fails")
 
 
 async def test_a_body_whose_workflow_task_fails_on_every_attempt_says_so(

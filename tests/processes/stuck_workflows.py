@@ -42,3 +42,14 @@ class SyncRouterAgent:
     async def run(self, question: str) -> str:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, _route, {"pending": question})
+
+
+@workflow.defn
+class OrderDesk:
+    """Hand the order to ``OrderAgent`` as a child workflow (its activity forgotten too)."""
+
+    @workflow.run
+    async def run(self, order: int) -> str:
+        return await workflow.execute_child_workflow(
+            OrderAgent.run, order, id=f"{workflow.info().workflow_id}-agent"
+        )
