@@ -249,3 +249,30 @@ async def until_ended(client: Client[Any], task_id: str, timeout: float = 60) ->
         assert asyncio.get_running_loop().time() < deadline, state
         await asyncio.sleep(0.2)
     return state
+
+
+async def test_langgraphs_stock_sync_router_is_named_as_the_failing_workflow_task(
+    temporal_tasks: BuildTasks,
+) -> None:
+    """Issue 50's second mistake as made: ``tools_condition`` routing a LangGraph graph."""
+    pytest.importorskip("temporalio.langgraph", reason="needs the langgraph extra")
+    from temporalio.langgraph import LangGraphPlugin
+
+    from tests.processes.stuck_langgraph import StockRouterAgent, routed_graph
+
+    extension = temporal_tasks(
+        stuck_call_timeout_s=STUCK_AFTER_S,
+        plugins=[LangGraphPlugin(graphs={"routed": routed_graph()})],
+    )
+    mcp = FastMCP("langgraph")
+    mcp.add_extension(extension)
+    mcp.add_tool(workflow_tool(StockRouterAgent))
+    async with served(mcp) as (plain, tasks):
+        error, _ = await stuck_call(plain, "stock_router_agent", {"question": "hello"})
+        state = await get_task(tasks.session, task_of(error))
+    message = error.error.message
+    assert "Workflow StockRouterAgent fails its workflow task (attempt " in message, message
+    assert "NotImplementedError" in message, message
+    assert state.status == "working"
+    assert state.status_message is not None
+    assert "StockRouterAgent fails its workflow task" in state.status_message
