@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -29,9 +30,13 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks, ToolOptions, workflow_tool
-from fastmcp_temporal.client import TaskState, get_task
+from fastmcp_temporal.client import TaskState, call_tool_task, get_task
 from fastmcp_temporal.client_wire import IDEMPOTENCY_KEY_META, TASK_STUCK
+from fastmcp_temporal.server.tasks import stuck_bodies
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from fastmcp_temporal.server.tasks.stuck_bodies import StuckBodies
+from fastmcp_temporal.server.tasks.task_records import describe_raw
+from fastmcp_temporal.testing import TEST_QUERY_TIMEOUT
 from tests import forks
 from tests.plain_calls import PlainClient, progress_sink
 from tests.ports import run_server_async
@@ -226,6 +231,46 @@ async def test_legs_on_a_queue_no_worker_polls_say_so(temporal_tasks: BuildTasks
     assert state.status == "working"
     assert state.status_message is not None
     assert state.status_message.startswith("No worker polls task queue 'nobody-polls-this-queue'")
+
+
+async def test_polling_a_stuck_task_asks_temporal_for_its_queue_once_in_a_while(
+    temporal_tasks: BuildTasks, temporal_client: TemporalClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deeper read (the queue's pollers) is remembered: a client polling a stuck task
+    20 times costs Temporal one ``DescribeTaskQueue`` per ``REMEMBER_S`` that it took,
+    beside the ``describe`` each poll costs anyway."""
+    extension = temporal_tasks(tools={"crunch": ToolOptions(task_queue="nobody-polls-either")})
+    async with served(agents(extension, with_activities=True)) as (_, tasks):
+        task = await call_tool_task(tasks, "crunch", {"n": 7})
+        await until_said(tasks, task.task_id, "No worker polls task queue 'nobody-polls-either'")
+        bodies = StuckBodies(temporal_client, query_timeout=TEST_QUERY_TIMEOUT)
+        service = temporal_client.workflow_service
+        asked: list[object] = []
+        real = service.describe_task_queue
+
+        async def counted(request: Any, **options: Any) -> Any:
+            asked.append(request)
+            return await real(request, **options)
+
+        monkeypatch.setattr(service, "describe_task_queue", counted)
+        workflow_id = workflow_id_for(task.task_id, None)
+        healths = []
+        began = time.monotonic()
+        for _ in range(20):
+            description = await describe_raw(temporal_client, workflow_id)
+            assert description is not None
+            healths.append(await bodies.health(description))
+        windows = 1 + int((time.monotonic() - began) / stuck_bodies.REMEMBER_S)
+    assert all(health.stuck is not None for health in healths), healths
+    assert 1 <= len(asked) <= windows, (len(asked), windows)
+
+
+async def until_said(client: Client[Any], task_id: str, prefix: str, timeout: float = 30) -> None:
+    """Poll ``tasks/get`` until the task's ``statusMessage`` starts with ``prefix``."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not ((await get_task(client.session, task_id)).status_message or "").startswith(prefix):
+        assert asyncio.get_running_loop().time() < deadline, prefix
+        await asyncio.sleep(0.2)
 
 
 async def test_a_task_no_worker_runs_says_so_and_a_worker_finishes_it(

@@ -23,7 +23,7 @@ one its progress read needs anyway). What a ``describe`` says:
 
 The deeper reads (a failure's history, a queue's pollers) happen only when the
 ``describe`` shows such trouble, and each is remembered in this process for
-``_REMEMBER_S``: however often a stuck task is polled, each costs Temporal at
+``REMEMBER_S``: however often a stuck task is polled, each costs Temporal at
 most one read that long. A ``Stuck`` becomes the task's ``statusMessage``, and
 a waiting plain call that sees one for ``stuck_call_timeout_s`` ends
 (``call_waits``); the task itself keeps retrying, so a fix and a deploy finish it.
@@ -65,7 +65,7 @@ from fastmcp_temporal.workflows.leg_retry import failure_reason
 #: How long scheduled work may wait for a worker before the queue's pollers are read.
 UNSTARTED_S = 3.0
 #: How long a deeper read (a failure's history, a queue's pollers) is remembered here.
-_REMEMBER_S = 5.0
+REMEMBER_S = 5.0
 #: The most ``describe`` calls below the task's own in one read.
 _MAX_DESCRIBES = 4
 #: How far back a failing workflow task's history is read for its first failure.
@@ -101,7 +101,7 @@ class BodyHealth:
 
 
 class _Remembered:
-    """A few deeper reads, each kept ``_REMEMBER_S`` (bounded: the oldest go first)."""
+    """A few deeper reads, each kept ``REMEMBER_S`` (bounded: the oldest go first)."""
 
     def __init__(self, limit: int = 512) -> None:
         self._limit = limit
@@ -109,7 +109,7 @@ class _Remembered:
 
     def get(self, key: tuple[str, ...]) -> tuple[bool, str | None]:
         found = self._values.get(key)
-        if found is None or time.monotonic() - found[0] > _REMEMBER_S:
+        if found is None or time.monotonic() - found[0] > REMEMBER_S:
             return False, None
         return True, found[1]
 
