@@ -6,7 +6,7 @@ real FastMCP client over HTTP: a workflow tool whose activity was left out of
 on every attempt (what a sync LangGraph router does); a function tool whose legs a
 worker without the tool keeps failing; a tool whose legs go to a queue no worker
 polls; a server whose tasks no worker runs at all. Each time the waiting call ends
-with ``-32003`` naming the task and the cause after ``stuck_call_timeout_s`` (small
+with ``-32004`` naming the task and the cause after ``stuck_call_timeout_s`` (small
 here), ``tasks/get`` says the same, and the task goes on: a deploy that fixes it
 finishes it.
 """

@@ -206,7 +206,7 @@ class TemporalTasksSettings(BaseSettings):
             gt=0,
             description="A plain `tools/call` waiting on a task whose body keeps failing (a "
             "workflow task failing again and again, an activity retrying, an activity type or "
-            "a task queue no worker serves) for this long (seconds) ends with `-32003`, which "
+            "a task queue no worker serves) for this long (seconds) ends with `-32004`, which "
             "names the task and the cause; the task keeps retrying, so a fix and a deploy "
             "still finish it, and `tasks/get` or a retry with the same `Idempotency-Key` "
             "reaches it. `TemporalTasks(stuck_call_timeout_s=...)` overrides it.",

@@ -176,7 +176,7 @@ class TemporalTasks(ServerExtension):
         stuck_call_timeout_s: A waiting plain call whose task's body keeps
             failing this long (a workflow task failing again and again, an
             activity retrying, an activity type or a task queue nobody serves)
-            ends with ``-32003`` naming the task and the cause, while the task
+            ends with ``-32004`` naming the task and the cause, while the task
             keeps retrying (default ``FASTMCP_TEMPORAL_STUCK_CALL_TIMEOUT_S``,
             else 30 s). See ``fastmcp_temporal.server.tasks.stuck_bodies``.
         session_max_age_s: How long a 2025-xx session id is served by any front

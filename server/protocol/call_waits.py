@@ -25,7 +25,7 @@ and what it costs Temporal does not grow with how many calls wait:
 
 **Stuck** (``stuck_call_timeout_s``): a call whose reads have found the task's
 body failing (``tasks.stuck_bodies``) for that long without a break ends with
-``-32003``, naming the task and what fails, instead of waiting for the TTL: the
+``-32004``, naming the task and what fails, instead of waiting for the TTL: the
 task goes on retrying, so a fix and a deploy finish it, and ``tasks/get`` of
 its id or a retry with the same ``Idempotency-Key`` reaches it.
 

@@ -5,7 +5,7 @@ embedded worker in it unless the scenario says otherwise), two calls of the same
 tool: a task-augmented one, whose ``tasks/get`` is polled every 0.25 s until its
 ``statusMessage`` says what fails (time to visible), and a plain one, as a host makes
 it, with the default ``stuck_call_timeout_s`` (30 s) unless ``--stuck-after`` says
-otherwise (time to its ``-32003``, and the message).
+otherwise (time to its ``-32004``, and the message).
 
     .venv/bin/python bench/investigations/2026-12-05-stuck-bodies/measure.py
 """
