@@ -1,8 +1,15 @@
 """The one activity: run one leg of a task's tool body.
 
 The activity is *dynamic*: the workflow schedules it under the tool's name, so
-the Temporal UI shows ``crunch`` rather than a generic ``run_tool``. One worker
-hosts every task tool of its FastMCP server.
+the Temporal UI shows ``crunch`` rather than a generic ``run_tool``, and that
+name is in every recorded history. One worker hosts every task tool of its
+FastMCP server. Being the worker's catch-all, it also receives every activity
+type the worker has no function for -- a workflow tool's own activity left out
+of ``workflow_tool(..., activities=[...])``, say. Only a task workflow schedules
+legs, so an activity of any other workflow is refused at once, as Temporal
+refuses a type nobody registered (``NotFoundError``, naming the type and the
+task queue; retryable, so a deploy that registers it finishes the work), never
+read as a leg's input.
 
 A leg runs the tool exactly as FastMCP's synchronous ``tools/call`` would --
 the registered component with its calling convention, argument validation and
@@ -58,6 +65,8 @@ from fastmcp_temporal.activities.task_context import TaskContext
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     UNDECRYPTABLE_ERROR_TYPE,
+    WORKFLOW_TYPE,
+    WORKFLOW_TYPE_PREFIX,
     BodyOutcome,
     CallerSnapshot,
     LegOutcome,
@@ -71,6 +80,9 @@ _INPUT_RESPONSE = TypeAdapter(mcp_types.InputResponse)
 _DEPENDENCY_FAILURE = "Failed to resolve dependency"
 #: ``type`` of the failure a draining worker hands a running leg back with.
 HANDED_BACK_ERROR_TYPE = "McpLegHandedBack"
+#: ``type`` of the failure of an activity nobody registered (the SDK's own, for a worker without
+#: a catch-all activity).
+NOT_REGISTERED_ERROR_TYPE = "NotFoundError"
 #: How soon a handed-back leg runs again (a zero delay is not sent: the SDK reads it as unset).
 HAND_BACK_DELAY = timedelta(milliseconds=100)
 #: Turns a leg's stored caller into one with its credentials in clear fields.
@@ -111,8 +123,10 @@ class ToolLegActivity:
 
     @activity.defn(dynamic=True)
     async def run_leg(self, args: Sequence[RawValue]) -> LegOutcome:
-        request = activity.payload_converter().from_payload(args[0].payload, LegRequest)
         info = activity.info()
+        if not is_task_workflow(info.workflow_type):
+            raise not_registered(info)
+        request = activity.payload_converter().from_payload(args[0].payload, LegRequest)
         signals = (
             ProgressSignals(leg=f"{request.round}.{info.attempt}")
             if info.is_local and request.progress_signals
@@ -247,6 +261,22 @@ class ToolLegActivity:
             except NotFoundError:
                 break
         return component, owner, local_name
+
+
+def is_task_workflow(workflow_type: str) -> bool:
+    """Whether a workflow of this type is a task's state machine (the only one that runs legs)."""
+    return workflow_type == WORKFLOW_TYPE or workflow_type.startswith(WORKFLOW_TYPE_PREFIX)
+
+
+def not_registered(info: activity.Info) -> ApplicationError:
+    """What Temporal says of an activity type no worker function serves, where it says it."""
+    return ApplicationError(
+        f"Activity type {info.activity_type!r} is not registered on task queue "
+        f"{info.task_queue!r} (scheduled by workflow {info.workflow_type!r}): register its "
+        "function on a worker of that queue -- a workflow tool's activities go in "
+        "workflow_tool(..., activities=[...])",
+        type=NOT_REGISTERED_ERROR_TYPE,
+    )
 
 
 async def registered_component(server: FastMCP, tool: Tool) -> Tool:

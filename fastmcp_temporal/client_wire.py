@@ -27,6 +27,11 @@ TEMPORAL_UNAVAILABLE = -32001
 #: a waiting call's task goes on (``error.data.taskId``; call again with the same
 #: ``Idempotency-Key`` for its result), or a new call was not taken (call again).
 SERVER_DRAINING = -32002
+#: ``error.code`` of a ``tools/call`` that waited on a task whose body keeps failing
+#: (a workflow task, an activity, a queue no worker serves): the task goes on retrying
+#: (``error.data.taskId``; ``tasks/get`` it, or call again with the same ``Idempotency-Key``).
+#: (Not ``-32003``: older SEP-2663 drafts used it for a missing client capability.)
+TASK_STUCK = -32004
 #: Where a ``tools/call`` names its idempotency key (``server.protocol.idempotency``):
 #: the same key from the same caller answers with the task the first call created.
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"

@@ -68,10 +68,20 @@ class WorkflowBodyRunner:
         """Run the child to its end, relaying input both ways; return how it ended."""
         assert start.body is not None
         info = workflow.info()
+        body_id = f"{info.workflow_id}-body"
+        # The UI's current details (not a command): Temporal does not tell this workflow
+        # when its child's workflow tasks or activities fail, so say where that shows.
+        running = (
+            f"Running workflow tool **{start.tool_name}** as the child workflow "
+            f"`{body_id}`: its activities (attempts, last failure) and any failing "
+            "workflow task are on that workflow's page; `tasks/get` and "
+            "`fastmcp-temporal tasks show` say it in the task's status message."
+        )
+        workflow.set_current_details(running)
         child = await workflow.start_child_workflow(
             start.body.workflow,
             args=start.body.args,
-            id=f"{info.workflow_id}-body",
+            id=body_id,
             task_queue=start.body.task_queue or info.task_queue,
             memo={CALLER_MEMO: _caller(start).model_dump(mode="json")},
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
@@ -86,6 +96,7 @@ class WorkflowBodyRunner:
                     # workflow task, not once the child has the answers (a later
                     # one) -- a poll in between would show answered questions.
                     self._transition("working")
+                    workflow.set_current_details(running)
                 await child.signal(BODY_ANSWER_SIGNAL, answers)
                 continue
             break

@@ -47,6 +47,9 @@ DEFAULT_WAIT_READS_PER_SECOND = 50
 #: How long a front end being stopped lets its waiting calls finish: Kubernetes'
 #: default ``terminationGracePeriodSeconds``.
 DEFAULT_DRAIN_GRACE_S = 30.0
+#: How long a waiting plain call stays on a task whose body keeps failing
+#: (``server.tasks.stuck_bodies``): well under a minute, and under the hosts' own limits.
+DEFAULT_STUCK_CALL_TIMEOUT_S = 30.0
 #: How long a 2025-xx session id opens on any front end (``server.protocol.sessions``):
 #: a working day and night of one host; the SDK's idle timeout ends it sooner per process.
 DEFAULT_SESSION_MAX_AGE_S = 86_400.0
@@ -197,6 +200,18 @@ class TemporalTasksSettings(BaseSettings):
             "minus the preStop sleep. `TemporalTasks(drain_grace_s=...)` overrides it.",
         ),
     ] = DEFAULT_DRAIN_GRACE_S
+    stuck_call_timeout_s: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="A plain `tools/call` waiting on a task whose body keeps failing (a "
+            "workflow task failing again and again, an activity retrying, an activity type or "
+            "a task queue no worker serves) for this long (seconds) ends with `-32004`, which "
+            "names the task and the cause; the task keeps retrying, so a fix and a deploy "
+            "still finish it, and `tasks/get` or a retry with the same `Idempotency-Key` "
+            "reaches it. `TemporalTasks(stuck_call_timeout_s=...)` overrides it.",
+        ),
+    ] = DEFAULT_STUCK_CALL_TIMEOUT_S
     session_max_age_s: Annotated[
         float,
         Field(

@@ -209,6 +209,7 @@ async def running(
                 leg_news,
                 keepalive_s=options.keepalive_s,
                 reads_per_second=options.wait_reads_per_second,
+                stuck_call_timeout_s=options.stuck_call_timeout_s,
                 on_wait=lambda: drain.arm(waits),
             )
             await stack.enter_async_context(waits.running())

@@ -73,6 +73,7 @@ class ExtensionOptions:
     keepalive_s: float
     wait_reads_per_second: int
     drain_grace_s: float
+    stuck_call_timeout_s: float
     session_max_age_s: float
 
     @classmethod
@@ -116,6 +117,7 @@ class ExtensionOptions:
         keepalive_s: float | None,
         wait_reads_per_second: int | None,
         drain_grace_s: float | None,
+        stuck_call_timeout_s: float | None,
         session_max_age_s: float | None,
     ) -> ExtensionOptions:
         """The arguments checked (``ValueError`` names the bad one), defaults filled in."""
@@ -137,6 +139,8 @@ class ExtensionOptions:
             raise ValueError("wait_reads_per_second must be positive")
         if drain_grace_s is not None and drain_grace_s < 0:
             raise ValueError("drain_grace_s must not be negative")
+        if stuck_call_timeout_s is not None and stuck_call_timeout_s <= 0:
+            raise ValueError("stuck_call_timeout_s must be positive")
         if session_max_age_s is not None and session_max_age_s <= 0:
             raise ValueError("session_max_age_s must be positive")
         settings = load_settings()
@@ -194,6 +198,11 @@ class ExtensionOptions:
                 else wait_reads_per_second
             ),
             drain_grace_s=settings.drain_grace_s if drain_grace_s is None else drain_grace_s,
+            stuck_call_timeout_s=(
+                settings.stuck_call_timeout_s
+                if stuck_call_timeout_s is None
+                else stuck_call_timeout_s
+            ),
             session_max_age_s=(
                 settings.session_max_age_s if session_max_age_s is None else session_max_age_s
             ),

@@ -173,6 +173,12 @@ class TemporalTasks(ServerExtension):
             on); new ones are refused meanwhile (default
             ``FASTMCP_TEMPORAL_DRAIN_GRACE_S``, else 30 s). See
             ``fastmcp_temporal.server.extension.drain``.
+        stuck_call_timeout_s: A waiting plain call whose task's body keeps
+            failing this long (a workflow task failing again and again, an
+            activity retrying, an activity type or a task queue nobody serves)
+            ends with ``-32004`` naming the task and the cause, while the task
+            keeps retrying (default ``FASTMCP_TEMPORAL_STUCK_CALL_TIMEOUT_S``,
+            else 30 s). See ``fastmcp_temporal.server.tasks.stuck_bodies``.
         session_max_age_s: How long a 2025-xx session id is served by any front
             end of the deployment (default ``FASTMCP_TEMPORAL_SESSION_MAX_AGE_S``,
             else 24 h). See ``fastmcp_temporal.server.protocol.sessions``.
@@ -221,6 +227,7 @@ class TemporalTasks(ServerExtension):
         keepalive_s: float | None = None,
         wait_reads_per_second: int | None = None,
         drain_grace_s: float | None = None,
+        stuck_call_timeout_s: float | None = None,
         session_max_age_s: float | None = None,
     ) -> None:
         self._options = ExtensionOptions.resolve(
@@ -261,6 +268,7 @@ class TemporalTasks(ServerExtension):
             keepalive_s=keepalive_s,
             wait_reads_per_second=wait_reads_per_second,
             drain_grace_s=drain_grace_s,
+            stuck_call_timeout_s=stuck_call_timeout_s,
             session_max_age_s=session_max_age_s,
         )
         self._client = client

@@ -23,6 +23,12 @@ and what it costs Temporal does not grow with how many calls wait:
   the last one before the result, a keepalive through silence, every log line
   (``call_progress``; ``TICK_S``, the wait's one timing constant, is there).
 
+**Stuck** (``stuck_call_timeout_s``): a call whose reads have found the task's
+body failing (``tasks.stuck_bodies``) for that long without a break ends with
+``-32004``, naming the task and what fails, instead of waiting for the TTL: the
+task goes on retrying, so a fix and a deploy finish it, and ``tasks/get`` of
+its id or a retry with the same ``Idempotency-Key`` reaches it.
+
 **Drain** (``drain``): a front end being stopped takes no new waiting call
 (``-32002``, retryable), lets those that wait end within a grace period, then
 answers each one left with ``-32002``: its task goes on, and a retry with the
@@ -43,13 +49,14 @@ from mcp_types import INTERNAL_ERROR
 from temporalio.service import RPCError
 
 from fastmcp_temporal.activities.leg_news import LegBegan, LegEnded, LegNews, LogLine, NewsQueue
-from fastmcp_temporal.client_wire import SERVER_DRAINING
+from fastmcp_temporal.client_wire import SERVER_DRAINING, TASK_STUCK
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol.call_progress import TICK_S, CallProgress
 from fastmcp_temporal.server.protocol.idempotency import requested_key
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
-from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.tasks.engine import TaskEngine, TaskRead, workflow_id_for
+from fastmcp_temporal.server.tasks.stuck_bodies import Stuck
 from fastmcp_temporal.server.tasks.task_watch import ended, watch
 
 logger = logging.getLogger(__name__)
@@ -69,10 +76,13 @@ class WaitingCalls:
         *,
         keepalive_s: float,
         reads_per_second: int,
+        stuck_call_timeout_s: float = 30.0,
         on_wait: Callable[[], None] | None = None,
     ) -> None:
-        """``on_wait``: called as each call begins to wait (``extension.drain`` arms there)."""
+        """``on_wait``: called as each call begins to wait (``extension.drain`` arms there);
+        ``stuck_call_timeout_s``: how long a call waits on a body that keeps failing."""
         self.engine = engine
+        self.stuck_call_timeout_s = stuck_call_timeout_s
         self._on_wait = on_wait
         self.leg_news = leg_news
         self.keepalive_s = keepalive_s
@@ -177,6 +187,8 @@ class CallWait:
         #: The task once it ends or asks, as a read or a follow found it (this round).
         self._found: asyncio.Future[GetTaskResult] | None = None
         self._stopped: asyncio.Future[None] = loop.create_future()
+        #: Since when (loop time) every read found the task's body failing.
+        self._stuck_since: float | None = None
         #: A retry of this call reattaches to its task (it carries an idempotency key).
         self._reattachable = False
         with contextlib.suppress(MCPError):  # a malformed key: the create refuses it
@@ -227,18 +239,30 @@ class CallWait:
 
         Retryable only with the call's idempotency key: without one a retry is a new
         task, and the body would run twice."""
-        if self._reattachable:
-            how = "call again with the same Idempotency-Key, or tasks/get it"
-        else:
-            how = f"tasks/get {self.task_id} (calling again without an Idempotency-Key starts anew)"
         return MCPError(
             code=SERVER_DRAINING,
             message=(
                 f"This server is shutting down; task {self.task_id} goes on without this "
-                f"call. For its result, {how}"
+                f"call. For its result, {self._how_to_reach()}"
             ),
             data={"taskId": self.task_id, "retryable": self._reattachable},
         )
+
+    def _stuck(self, stuck: Stuck) -> MCPError:
+        """The answer of a call whose task's body kept failing: the task goes on retrying."""
+        return MCPError(
+            code=TASK_STUCK,
+            message=(
+                f"Task {self.task_id} is stuck: {stuck.message}. It keeps retrying, so a fix "
+                f"and a deploy still finish it; for its result, {self._how_to_reach()}"
+            ),
+            data={"taskId": self.task_id, "retryable": self._reattachable},
+        )
+
+    def _how_to_reach(self) -> str:
+        if self._reattachable:
+            return "call again with the same Idempotency-Key, or tasks/get it"
+        return f"tasks/get {self.task_id} (calling again without an Idempotency-Key starts anew)"
 
     def _lost(self, err: Exception) -> MCPError:
         """Temporal refused the wait's read for good (not a blip): the task goes on."""
@@ -329,6 +353,20 @@ class CallWait:
             self._resolve(task)
         elif task.status not in TERMINAL_STATUSES:  # a close comes with its last report
             await self.relay.heard(read.report, status=task.status_message)
+            self._until_stuck_too_long(read)
+
+    def _until_stuck_too_long(self, read: TaskRead) -> None:
+        """End the wait once every read for ``stuck_call_timeout_s`` found the body failing."""
+        if read.stuck is None:
+            self._stuck_since = None
+            return
+        now = self._loop.time()
+        if self._stuck_since is None:
+            self._stuck_since = now
+        found = self._found
+        too_long = now - self._stuck_since >= self._calls.stuck_call_timeout_s
+        if too_long and found is not None and not found.done():
+            found.set_exception(self._stuck(read.stuck))
 
     async def _hear(self, queue: NewsQueue) -> None:
         while True:

@@ -59,6 +59,7 @@ from fastmcp_temporal.server.tasks.pending_input import (
 )
 from fastmcp_temporal.server.tasks.quota import CallerQuota
 from fastmcp_temporal.server.tasks.starter import ToolOptions, WorkflowStarter
+from fastmcp_temporal.server.tasks.stuck_bodies import Stuck, StuckBodies
 from fastmcp_temporal.server.tasks.task_records import TaskDescription, TaskRecords
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
@@ -92,10 +93,12 @@ _RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
 
 @dataclass(frozen=True)
 class TaskRead:
-    """One read of a task: ``tasks/get``'s answer, and its running leg's last report."""
+    """One read of a task: ``tasks/get``'s answer, and its running leg's last report;
+    ``stuck``: what in its body keeps failing (then the ``statusMessage`` says so)."""
 
     task: GetTaskResult
     report: ProgressReport | None = None
+    stuck: Stuck | None = None
 
 
 def mint_task_id() -> str:
@@ -153,6 +156,7 @@ class TaskEngine:
         self.leg_policy = leg_policy
         self.max_rounds = max_rounds
         self.records = TaskRecords(client, ttl_ms=ttl_ms, query_timeout=query_timeout)
+        self.bodies = StuckBodies(client, query_timeout=query_timeout)
         self.quota = CallerQuota(
             client,
             task_queue=task_queue,
@@ -279,6 +283,11 @@ class TaskEngine:
         has not applied: its answers are read from the history's unapplied tail
         (``pending_input``), so a poll right after ``tasks/update`` sees its
         effect with or without a worker, and no read waits on a worker.
+
+        A body that keeps failing (``stuck_bodies``: a failing workflow task, an
+        activity retrying, an activity type or a queue nobody serves) is said in
+        the ``statusMessage`` of the task, read from the same ``describe`` (and,
+        for a workflow tool, its body's, which its progress needs anyway).
         """
         handle, description = await self._locate(task_id, scope)
         for attempt in range(_STALE_RETRIES):
@@ -300,12 +309,17 @@ class TaskEngine:
         if undeclared := await self.records.undeclared_input_message(view, description):
             # Says why nobody answers; it outranks a workflow tool's last progress line.
             return TaskRead(poll_interval.adapt(GetTaskResult.from_view(view, undeclared)))
-        if view.status in ("working", "input_required") and (
-            body := await self.records.progress(description)
-        ):
+        if view.status not in ("working", "input_required"):
+            return TaskRead(poll_interval.adapt(GetTaskResult.from_view(view)))
+        health = await self.bodies.health(description.raw)
+        stuck = health.stuck
+        if stuck is not None and stuck.settled:
+            task = GetTaskResult.from_view(view, stuck.message)
+            return TaskRead(poll_interval.adapt(task), stuck=stuck)
+        if body := await self.records.progress(description, health.body):
             task = GetTaskResult.from_view(view, body.message, body.changed_at)
-            return TaskRead(poll_interval.adapt(task), body.report)
-        return TaskRead(poll_interval.adapt(GetTaskResult.from_view(view)))
+            return TaskRead(poll_interval.adapt(task), body.report, stuck)
+        return TaskRead(poll_interval.adapt(GetTaskResult.from_view(view)), stuck=stuck)
 
     # -- tasks/update ---------------------------------------------------------
 

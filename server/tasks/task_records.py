@@ -322,33 +322,28 @@ class TaskRecords:
         missing = undeclared(view.input_requests or {}, declared)
         return status_message(missing) if missing else None
 
-    async def progress(self, description: TaskDescription) -> LegStatus | None:
+    async def progress(
+        self, description: TaskDescription, body: DescribeWorkflowExecutionResponse | None = None
+    ) -> LegStatus | None:
         """The latest progress message of what runs the task's body, if it reported one.
 
         A leg's is in its heartbeat details; a workflow tool's is in the memo of
-        its workflow (the task's pending child), one more ``describe`` away.
-        With neither, a workflow task that keeps failing is worth saying.
+        its workflow (the task's pending child): ``body``, that child described
+        (``stuck_bodies`` did), or one more ``describe`` away.
         """
         if description.raw.pending_activities:
             return await self._leg_progress(description)
-        if description.raw.pending_children:
+        if body is None and description.raw.pending_children:
             child = description.raw.pending_children[0]
-            return await self._body_progress(child.workflow_id, child.run_id)
-        attempt = description.raw.pending_workflow_task.attempt
-        if attempt > 1:
-            # E.g. every worker that took it so far lacks the task's key.
-            return LegStatus(
-                f"Waiting for a worker that can run it (workflow task attempt {attempt}; "
-                "see the workers' logs)",
-                None,
+            body = await describe_raw(
+                self.client, child.workflow_id, child.run_id, timeout=self.query_timeout
             )
-        return None
+        if body is None:
+            return None  # no body, or it ended between the two reads
+        return await self._body_progress(body)
 
-    async def _body_progress(self, workflow_id: str, run_id: str) -> LegStatus | None:
-        raw = await describe_raw(self.client, workflow_id, run_id, timeout=self.query_timeout)
-        if raw is None:
-            return None  # it ended between the two reads
-        fields = raw.workflow_execution_info.memo.fields
+    async def _body_progress(self, body: DescribeWorkflowExecutionResponse) -> LegStatus | None:
+        fields = body.workflow_execution_info.memo.fields
         if BODY_PROGRESS_MEMO not in fields:
             return None
         (progress,) = await self.client.data_converter.decode([fields[BODY_PROGRESS_MEMO]], [dict])
