@@ -28,7 +28,6 @@ import anyio
 import fastmcp.server.context as _fastmcp_context
 import fastmcp.server.http as _fastmcp_http
 import mcp_types
-from fastmcp.server.dependencies import Progress
 from fastmcp.server.dependencies import _background_task_headers as _bg_headers
 from fastmcp.server.dependencies import _background_task_session_id as _bg_session_id
 from fastmcp.server.dependencies import _is_client_tool_call as _fastmcp_is_client_tool_call
@@ -191,49 +190,6 @@ def server_lifespan(server: FastMCP) -> AbstractAsyncContextManager[None]:
     return server._lifespan_manager()
 
 
-# -- the Progress dependency --------------------------------------------------
-
-_progress_source: Callable[[], Any] | None = None
-_original_progress_aenter: Any = None
-
-
-async def _progress_aenter(self: Progress) -> Progress:
-    sink = _progress_source() if _progress_source is not None else None
-    if sink is None:
-        return await _original_progress_aenter(self)
-    instance = Progress()
-    instance._impl = sink
-    return instance
-
-
-def route_progress_dependency(source: Callable[[], Any] | None) -> None:
-    """Make FastMCP's ``Progress`` dependency use ``source()`` when it returns a sink.
-
-    ``source`` returns a ``ProgressLike`` (or ``None``: FastMCP's own behaviour).
-    ``None`` restores FastMCP's ``Progress.__aenter__``.
-
-    Why: ``Progress`` knows only Docket executions and an in-memory fallback; a
-    leg's progress must reach its heartbeats. This swaps ``Progress.__aenter__``
-    and sets ``Progress._impl``. Delete when FastMCP has a progress-sink hook
-    (as it has ``set_background_context_factory`` for contexts).
-
-    Scope: the whole process, as narrow as it can be. FastMCP enters the
-    ``Progress()`` default of any tool of any server through the class, and has
-    no per-server or per-call hook. It is swapped in while at least one
-    ``TemporalTasks`` lifespan runs in the process (``activities.progress``
-    counts them) and is inert outside a leg: there ``source()`` returns
-    ``None`` and FastMCP's own ``__aenter__`` runs.
-    """
-    global _progress_source, _original_progress_aenter
-    _progress_source = source
-    if source is not None and _original_progress_aenter is None:
-        _original_progress_aenter = Progress.__aenter__
-        Progress.__aenter__ = _progress_aenter  # type: ignore[method-assign]
-    elif source is None and _original_progress_aenter is not None:
-        Progress.__aenter__ = _original_progress_aenter  # type: ignore[method-assign]
-        _original_progress_aenter = None
-
-
 # -- temporalio ------------------------------------------------------------------
 
 
@@ -319,18 +275,19 @@ def serve_listen(server: FastMCP, handler: Any) -> None:
     low_level._fastmcp_temporal_honest_capabilities = True  # type: ignore[attr-defined]
 
 
-# -- uvicorn: drain before its graceful shutdown -----------------------------
+# -- uvicorn: its graceful shutdown, long enough for the drain ----------------
 
 
-# Why: uvicorn gives no hook between SIGTERM and its graceful shutdown, whose
-# timeout (FastMCP sets 2 s) cancels the requests still open: every durable plain
-# call waiting then would be cut. So a front end takes SIGTERM from the handler
-# uvicorn installs while it serves (``Server.handle_exit``, bound to the server),
-# closes its listening sockets and idle connections as ``Server.shutdown`` would
-# first do (``servers``, ``server_state.connections``, each connection's
-# ``shutdown()``), drains, and only then calls that handler
-# (``server.extension.drain``). Delete when uvicorn or FastMCP offers a callback
-# before the graceful shutdown's grace begins.
+# Why: uvicorn has no hook for "SIGTERM arrived" and no public handle on the server
+# that serves the process; its SIGTERM handler is ``Server.handle_exit``, bound to
+# that server, in the signal table while it serves. A front end puts its own
+# handler in front of it (the signal table is the process's, nothing of uvicorn's is
+# reassigned), and on SIGTERM asks uvicorn to shut down as its maintainers advise
+# for a programmatic stop (``should_exit``, encode/uvicorn#1103), with its public
+# ``timeout_graceful_shutdown`` raised for that server to cover the drain's grace:
+# uvicorn then stops listening, closes idle connections and waits for the open
+# requests itself (``server.extension.drain``). Delete when uvicorn (or FastMCP's
+# ``run``) offers a shutdown callback before its graceful wait.
 def uvicorn_server_of(handler: Callable[..., Any]) -> Any | None:
     """The uvicorn ``Server`` whose SIGTERM handler ``handler`` is, else ``None``."""
     try:
@@ -338,25 +295,43 @@ def uvicorn_server_of(handler: Callable[..., Any]) -> Any | None:
     except ImportError:  # uvicorn is FastMCP's dependency; a front end without it serves stdio
         return None
     server = getattr(handler, "__self__", None)
-    if isinstance(server, Server) and getattr(handler, "__func__", None) is Server.handle_exit:
+    if isinstance(server, Server) and getattr(handler, "__func__", None) is getattr(
+        Server, "handle_exit", object()
+    ):
         return server
     return None
 
 
-def shut_down_quietly(server: Any) -> None:
-    """What uvicorn's SIGTERM handler does (``should_exit``), without recording the signal:
-    uvicorn re-raises a recorded one once it has shut down, which under ``uvicorn app:app``
-    (whose default action is back by then) ends the process by the signal, not 0."""
+def shut_down_gracefully(server: Any, grace_s: float) -> bool:
+    """Have uvicorn shut down as on SIGTERM, its graceful wait at least ``grace_s``.
+
+    Without recording the signal: uvicorn re-raises a recorded one once it has shut
+    down, which under ``uvicorn app:app`` (whose default action is back by then) ends
+    the process by the signal, not 0. ``False`` (and a warning): this uvicorn has no
+    ``should_exit``; the caller hands the signal to uvicorn's own handler instead.
+    """
+    if not isinstance(getattr(server, "should_exit", None), bool):
+        _warn_once(
+            "fastmcp-temporal: this uvicorn's Server has no should_exit: SIGTERM goes to "
+            "uvicorn's own handler, whose graceful timeout may cut the drain's grace"
+        )
+        return False
+    config = getattr(server, "config", None)
+    timeout = getattr(config, "timeout_graceful_shutdown", None)
+    if isinstance(timeout, int | float) and timeout < grace_s:
+        config.timeout_graceful_shutdown = grace_s  # type: ignore[union-attr]
     server.should_exit = True
+    return True
 
 
-def stop_accepting(server: Any) -> None:
-    """What uvicorn's shutdown does first: stop listening, close idle keep-alive connections
-    (a busy one closes once its response is sent)."""
-    for listener in server.servers:
-        listener.close()
-    for connection in list(server.server_state.connections):
-        connection.shutdown()
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A degraded path, said once per process: what stops working, and why."""
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning(message)
 
 
 # -- 2025-xx sessions any front end serves ----------------------------------------
@@ -487,12 +462,10 @@ __all__ = [
     "registered_extension",
     "resolve_param_hints",
     "restore_request_identity",
-    "route_progress_dependency",
     "serve_listen",
     "server_lifespan",
     "session_log_level",
-    "shut_down_quietly",
-    "stop_accepting",
+    "shut_down_gracefully",
     "use_session_manager",
     "uvicorn_server_of",
     "validate_tool_input",
