@@ -1,12 +1,15 @@
-"""Every private FastMCP / MCP SDK / temporalio name this package touches, in one place.
+"""Every private FastMCP / MCP SDK / temporalio / uvicorn name this package touches, in one place.
 
 fastmcp_temporal serves the same tasks on FastMCP 4.1.4+ and 4.2.x. Where it
 needs something those libraries do not offer publicly (an underscore
-attribute, a context variable, a monkeypatch), it goes through this module and
-nowhere else, so a new FastMCP or SDK release is checked here, line by line.
-Each touchpoint says *why* it exists and *when to delete it*; each patch also
-says what it reaches (*scope*): ``route_progress_dependency`` swaps a method of
-a FastMCP class for the whole process while a ``TemporalTasks`` runs in it, and
+attribute, a context variable), it goes through this module and nowhere else,
+so a new release is checked here, line by line (``pyproject.toml`` bounds each
+library to what CI tests; docs/reference/compatibility.md lists every name).
+Each touchpoint says *why* it exists, *when to delete it* and what happens
+*without it*: none is imported at module load, so a release that moves one
+still imports this package, and the first use says once, in a warning, what
+stops working. Nothing is reassigned for the whole process except the session
+layer's ``use_session_manager`` (moving to a per-server ASGI middleware);
 ``serve_listen`` wraps one server's low-level server.
 
 The one behaviour FastMCP changed between the two lines: on 4.1 the level a
@@ -22,15 +25,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import fastmcp.server.context as _fastmcp_context
+import fastmcp.server.dependencies as _fastmcp_dependencies
 import fastmcp.server.http as _fastmcp_http
 import mcp_types
-from fastmcp.server.dependencies import _background_task_headers as _bg_headers
-from fastmcp.server.dependencies import _background_task_session_id as _bg_session_id
-from fastmcp.server.dependencies import _is_client_tool_call as _fastmcp_is_client_tool_call
 from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.tools import function_tool as _function_tool
 from mcp.server.auth.middleware.auth_context import auth_context_var
@@ -50,6 +51,25 @@ if TYPE_CHECKING:
     from fastmcp.tools.base import Tool
     from mcp.client.session import ElicitationFnT
     from pydantic import TypeAdapter
+
+# -- degraded paths ---------------------------------------------------------
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A degraded path, said once per process: what stops working, and why."""
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning(message)
+
+
+def _degraded(missing: str, consequence: str) -> None:
+    _warn_once(
+        f"fastmcp-temporal: this FastMCP / MCP SDK has no {missing}: {consequence} "
+        "(pyproject.toml bounds the releases tested; see docs/reference/compatibility.md)"
+    )
+
 
 # -- logging/setLevel ---------------------------------------------------------
 
@@ -86,27 +106,44 @@ def live_session_log_level(server: FastMCP, key: str | None) -> str | None:
 # -- the creating caller, restored in a leg ------------------------------------
 
 
+# Looked up, not imported: a FastMCP without one of them still imports this
+# package, and says once what stops working (``_degraded``).
+_bg_headers: Any = getattr(_fastmcp_dependencies, "_background_task_headers", None)
+_fastmcp_is_client_tool_call: Callable[[], bool] | None = getattr(
+    _fastmcp_dependencies, "_is_client_tool_call", None
+)
+
+
 def restore_request_identity(
-    user: AuthenticatedUser | None, headers: Mapping[str, str] | None, session_id: str | None
+    user: AuthenticatedUser | None, headers: Mapping[str, str] | None
 ) -> None:
-    """Install a caller's token, headers and session id for ``get_access_token()`` & co.
+    """Install a caller's token and headers for ``get_access_token()`` / ``get_http_headers()``.
 
     Why: FastMCP reads them from the SDK's ``auth_context_var`` and its own
-    ``_background_task_headers`` / ``_background_task_session_id`` context
-    variables (how its Docket workers restore a caller); there is no public
-    setter. Delete when FastMCP exposes a "run as this caller" API.
+    ``_background_task_headers`` context variable (how its Docket workers restore a
+    caller); there is no public setter. (The session id needs neither: ``TaskContext``
+    answers ``session_id`` itself.) Delete when FastMCP exposes a "run as this
+    caller" API. Without ``_background_task_headers``, ``get_http_headers()`` in a
+    task returns ``{}`` (a warning says so once).
     """
     auth_context_var.set(user)
-    _bg_headers.set(dict(headers) if headers else None)
-    _bg_session_id.set(session_id)
+    if _bg_headers is not None:
+        _bg_headers.set(dict(headers) if headers else None)
+    elif headers:
+        _degraded("_background_task_headers", "get_http_headers() in a task returns {}")
 
 
 def is_client_tool_call() -> bool:
     """Whether this ``tools/call`` is the one the client sent (not a nested call).
 
     Why: only FastMCP's ``_is_client_tool_call`` knows; its own task decision uses
-    it. Delete when ``ServerExtension.intercept_tool_call`` is told.
+    it. Delete when ``ServerExtension.intercept_tool_call`` is told. Without it every
+    dispatch counts as the client's: a tool that middleware or a tool body calls by
+    name runs as a task too (a warning says so once).
     """
+    if _fastmcp_is_client_tool_call is None:
+        _degraded("_is_client_tool_call", "tools called by other tools run as tasks too")
+        return True
     return _fastmcp_is_client_tool_call()
 
 
@@ -117,14 +154,17 @@ def peer_cancelled(context: Context) -> bool:
     the request, and only then -- a dropped connection (or a server shutting
     down) cancels the handler the same way but must leave the task running. The
     SDK keeps the difference in its dispatch context's ``cancel_requested``
-    event, reachable only through ``ServerSession._request_outbound`` (FastMCP's
-    wrapper keeps the SDK context as ``_srctx``). Delete when FastMCP's
-    ``Context`` or the SDK's ``ServerRequestContext`` exposes ``cancel_requested``.
+    event, reachable only through ``ServerSession._request_outbound``. Delete when
+    FastMCP's ``Context`` or the SDK's ``ServerRequestContext`` exposes
+    ``cancel_requested``. Without it, a client's cancel reads as a dropped
+    connection: the task goes on (a warning says so once).
     """
     request_context = context.request_context
     if request_context is None:
         return False
-    outbound = getattr(request_context._srctx.session, "_request_outbound", None)
+    outbound = getattr(request_context.session, "_request_outbound", None)
+    if outbound is None:
+        _degraded("ServerSession._request_outbound", "a client's cancel leaves its task running")
     event = getattr(outbound, "cancel_requested", None)
     return bool(event is not None and event.is_set())
 
@@ -132,20 +172,29 @@ def peer_cancelled(context: Context) -> bool:
 # -- argument validation, as the synchronous tools/call does it ----------------
 
 
-def resolve_param_hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    """A tool function's resolved parameter type hints, as ``FunctionTool`` resolves them.
+_validate_input: Callable[..., Any] | None = getattr(_function_tool, "_validate_input", None)
+
+
+def validate_tool_input(
+    adapter: TypeAdapter[Any], arguments: dict[str, Any], *, strict: bool
+) -> Any:
+    """Validate ``arguments`` as ``FunctionTool`` does, with the server's strictness.
 
     Why: task creation validates arguments before anything runs, exactly as the
-    synchronous call would, and FastMCP keeps its validation steps private.
-    Delete when ``FunctionTool`` exposes "validate these arguments".
+    synchronous call would, and FastMCP keeps that step (strict validation of JSON
+    data in JSON mode) private as ``function_tool._validate_input``. Delete when
+    ``FunctionTool`` exposes "validate these arguments". Without it: lax validation
+    (exact for a server without ``strict_input_validation``; a strict one's stricter
+    checks apply when the leg runs, a warning says so once).
     """
-    return _function_tool._resolve_param_hints(fn)
-
-
-def validate_tool_input(adapter: TypeAdapter[Any], arguments: dict[str, Any]) -> Any:
-    """Validate ``arguments`` with FastMCP's strictness setting (see ``resolve_param_hints``)."""
-    strict: Literal[True] | None = _function_tool._strict_input_validation()
-    return _function_tool._validate_input(adapter, arguments, strict=strict)
+    if _validate_input is None:
+        if strict:
+            _degraded(
+                "function_tool._validate_input",
+                "strict_input_validation applies when a leg runs, not at task creation",
+            )
+        return adapter.validate_python(arguments)
+    return _validate_input(adapter, arguments, strict=True if strict else None)
 
 
 # -- servers, mounts, extensions ------------------------------------------------
@@ -166,9 +215,16 @@ def mounted_origin(tool: Tool) -> tuple[FastMCP, str] | None:
 def masks_error_details(server: FastMCP) -> bool:
     """The server's ``mask_error_details`` setting (why: stored only as ``_mask_error_details``).
 
-    Delete when FastMCP exposes it.
+    Delete when FastMCP exposes it. Without it: the process-wide default,
+    ``fastmcp.settings.mask_error_details`` (a server's own setting is not seen).
     """
-    return bool(server._mask_error_details)
+    masks = getattr(server, "_mask_error_details", None)
+    if masks is None:
+        _degraded("FastMCP._mask_error_details", "task errors follow fastmcp.settings")
+        import fastmcp
+
+        return bool(fastmcp.settings.mask_error_details)
+    return bool(masks)
 
 
 def registered_extension(server: FastMCP, identifier: str) -> ServerExtension | None:
@@ -198,8 +254,15 @@ def workflow_run_signature(workflow_class: type) -> tuple[str | None, Callable[.
 
     Why: temporalio has no public reader of a workflow definition; its own
     worker uses ``workflow._Definition.must_from_class``. Delete when it has one.
+    Without it a workflow tool cannot be declared: a clear error names why.
     """
-    definition = workflow._Definition.must_from_class(workflow_class)
+    reader = getattr(workflow, "_Definition", None)
+    if reader is None:
+        raise RuntimeError(
+            "fastmcp-temporal: this temporalio has no workflow._Definition: workflow tools "
+            "cannot be declared with it (pyproject.toml bounds the releases tested)"
+        )
+    definition = reader.must_from_class(workflow_class)
     return definition.name, definition.run_fn
 
 
@@ -322,16 +385,6 @@ def shut_down_gracefully(server: Any, grace_s: float) -> bool:
         config.timeout_graceful_shutdown = grace_s  # type: ignore[union-attr]
     server.should_exit = True
     return True
-
-
-_warned: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    """A degraded path, said once per process: what stops working, and why."""
-    if message not in _warned:
-        _warned.add(message)
-        logger.warning(message)
 
 
 # -- 2025-xx sessions any front end serves ----------------------------------------
@@ -460,7 +513,6 @@ __all__ = [
     "parse_tool_result",
     "peer_cancelled",
     "registered_extension",
-    "resolve_param_hints",
     "restore_request_identity",
     "serve_listen",
     "server_lifespan",

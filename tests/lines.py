@@ -67,13 +67,42 @@ EVERY_LINE: dict[str, str] = {
     "test_langgraph": "a LangGraph graph called plainly on the line's wire",
     "test_startup_line": "the start-up line through FastMCP's logger (get_logger, its handler)",
     "test_replay": "recorded histories decoded into the line's MCP types",
+    "test_compat": "every private name _compat reads at load, present, and its absence survived",
+    "test_stock_beside": "FastMCP's own Progress and classes, untouched beside a running task",
     "test_lines": "this list itself",
 }
 
 
+CORE_MARKER = "core"
+
+#: The core CI's ``newest`` job runs on the newest releases pyproject.toml's bounds
+#: allow (``FASTMCP_LINE=newest ./dev test -m core``): test module -> the private
+#: names of ``fastmcp_temporal/_compat.py`` (or the wire) it exercises. Small on
+#: purpose (about a minute): it tells early whether a new release within the bounds
+#: still works; the lines above tell the rest.
+CORE: dict[str, str] = {
+    "test_compat": "every name read at load present; their absence survived",
+    "test_stock_beside": "Progress per leg, nothing of FastMCP's or uvicorn's reassigned",
+    "test_task_context": "Context in a leg: caller restored (auth_context_var, "
+    "_background_task_headers), log levels, Progress",
+    "test_bad_values": "validation at creation (function_tool._validate_input)",
+    "test_listen": "subscriptions/listen on FastMCP's low-level server (_mcp_server)",
+    "test_workflow_tools": "workflow._Definition",
+    "test_stored_result": "Client._parse_call_tool_result",
+    "test_sync_calls_lifecycle": "a client's cancel (ServerSession._request_outbound)",
+    "test_sessions": "the SDK's session manager",
+    "test_lines": "these lists themselves",
+}
+
+
 def mark_every_line(items: list[pytest.Item]) -> None:
-    """Add the ``every_line`` marker to the tests of the modules above."""
+    """Add the ``every_line`` and ``core`` markers to the tests of the modules above."""
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and module.__name__.rsplit(".", 1)[-1] in EVERY_LINE:
+        if module is None:
+            continue
+        name = module.__name__.rsplit(".", 1)[-1]
+        if name in EVERY_LINE:
             item.add_marker(MARKER)
+        if name in CORE:
+            item.add_marker(CORE_MARKER)
