@@ -88,7 +88,9 @@ class TaskContext(Context):
     @property
     def session_id(self) -> str:
         """The creating request's session id: session-scoped state (``get_state`` /
-        ``set_state``) keeps working in a leg, keyed to the client that created it."""
+        ``set_state``) keeps working in a leg, keyed to the client that created it
+        (answered here, as FastMCP's own property would from its private context
+        variable, which a tool this one calls in turn still reads)."""
         if self._caller.session_id is None:
             raise RuntimeError(
                 "session_id is not available because no session exists. "

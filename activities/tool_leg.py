@@ -291,7 +291,7 @@ def _restore_caller(caller: CallerSnapshot) -> None:
         token = AccessToken.model_validate_json(caller.access_token_json)
         if token.expires_at is None or token.expires_at >= int(time.time()):
             user = AuthenticatedUser(token)
-    _compat.restore_request_identity(user, caller.http_headers)
+    _compat.restore_request_identity(user, caller.http_headers, caller.session_id)
 
 
 def _typed_responses(raw: dict[str, Any] | None) -> mcp_types.InputResponses | None:

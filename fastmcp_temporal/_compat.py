@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -47,7 +46,6 @@ if TYPE_CHECKING:
     import mcp_types
     from fastmcp import Client, Context, FastMCP
     from fastmcp.client.client import CallToolResult as FastMCPCallToolResult
-    from fastmcp.server.extensions import ServerExtension
     from fastmcp.tools.base import Tool
     from mcp.client.session import ElicitationFnT
     from pydantic import TypeAdapter
@@ -109,28 +107,38 @@ def live_session_log_level(server: FastMCP, key: str | None) -> str | None:
 # Looked up, not imported: a FastMCP without one of them still imports this
 # package, and says once what stops working (``_degraded``).
 _bg_headers: Any = getattr(_fastmcp_dependencies, "_background_task_headers", None)
+_bg_session_id: Any = getattr(_fastmcp_dependencies, "_background_task_session_id", None)
 _fastmcp_is_client_tool_call: Callable[[], bool] | None = getattr(
     _fastmcp_dependencies, "_is_client_tool_call", None
 )
 
 
 def restore_request_identity(
-    user: AuthenticatedUser | None, headers: Mapping[str, str] | None
+    user: AuthenticatedUser | None, headers: Mapping[str, str] | None, session_id: str | None
 ) -> None:
-    """Install a caller's token and headers for ``get_access_token()`` / ``get_http_headers()``.
+    """Install a caller's token, headers and session id for ``get_access_token()`` & co.
 
     Why: FastMCP reads them from the SDK's ``auth_context_var`` and its own
-    ``_background_task_headers`` context variable (how its Docket workers restore a
-    caller); there is no public setter. (The session id needs neither: ``TaskContext``
-    answers ``session_id`` itself.) Delete when FastMCP exposes a "run as this
-    caller" API. Without ``_background_task_headers``, ``get_http_headers()`` in a
-    task returns ``{}`` (a warning says so once).
+    ``_background_task_headers`` / ``_background_task_session_id`` context
+    variables (how its Docket workers restore a caller); there is no public
+    setter. Delete when FastMCP exposes a "run as this caller" API. Without
+    ``_background_task_headers``, ``get_http_headers()`` in a task returns ``{}``;
+    without ``_background_task_session_id``, the task's own ``Context`` still
+    answers ``session_id`` (``TaskContext`` does), a tool it calls in turn does
+    not (a warning says so once).
     """
     auth_context_var.set(user)
     if _bg_headers is not None:
         _bg_headers.set(dict(headers) if headers else None)
     elif headers:
         _degraded("_background_task_headers", "get_http_headers() in a task returns {}")
+    if _bg_session_id is not None:
+        _bg_session_id.set(session_id)
+    elif session_id is not None:
+        _degraded(
+            "_background_task_session_id",
+            "session_id raises in a tool that a task's tool calls in turn",
+        )
 
 
 def is_client_tool_call() -> bool:
@@ -225,25 +233,6 @@ def masks_error_details(server: FastMCP) -> bool:
 
         return bool(fastmcp.settings.mask_error_details)
     return bool(masks)
-
-
-def registered_extension(server: FastMCP, identifier: str) -> ServerExtension | None:
-    """The extension ``server`` registered under ``identifier``.
-
-    Why: ``FastMCP._extensions`` is the only registry (``required_extensions()``
-    lists only auto-registering ones). Delete when FastMCP has ``get_extension``.
-    """
-    return server._extensions.get(identifier)
-
-
-def server_lifespan(server: FastMCP) -> AbstractAsyncContextManager[None]:
-    """Enter ``server``'s lifespan (user lifespan + extensions) without serving MCP.
-
-    Why: ``fastmcp-temporal worker`` runs legs, not transports, and FastMCP's
-    ``_lifespan_manager`` is the only entry that is not ``run()``. Delete when
-    FastMCP exposes a public lifespan context.
-    """
-    return server._lifespan_manager()
 
 
 # -- temporalio ------------------------------------------------------------------
@@ -512,10 +501,8 @@ __all__ = [
     "mounted_origin",
     "parse_tool_result",
     "peer_cancelled",
-    "registered_extension",
     "restore_request_identity",
     "serve_listen",
-    "server_lifespan",
     "session_log_level",
     "shut_down_gracefully",
     "use_session_manager",

@@ -10,9 +10,9 @@ task, its argument validation, its auth context, its transports, and the MCP
 types a recorded history decodes into. What is left out runs Temporal's
 behaviour through our engine (kills, drains, retries, versioning, quotas,
 fairness, payload stores, the codec, the CLI's Temporal operations): the same
-code on every line, tested once. The worker CLI's two ``_compat`` uses
-(``registered_extension``, ``server_lifespan``) are covered on both lines by
-``./dev install-check``, which starts ``fastmcp-temporal worker`` on the demo.
+code on every line, tested once. The worker CLI's way into a server's lifespan
+(its HTTP app's public ``lifespan``) is covered on both lines by ``./dev
+install-check``, which starts ``fastmcp-temporal worker`` on the demo.
 
 A new module that touches any of that belongs here; ``tests/test_lines.py``
 checks that every name below is a test module that exists.

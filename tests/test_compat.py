@@ -59,7 +59,7 @@ for name in names:
 
 from pydantic import TypeAdapter
 
-_compat.restore_request_identity(None, {{"x-trace": "1"}})
+_compat.restore_request_identity(None, {{"x-trace": "1"}}, "session-1")
 from_client = _compat.is_client_tool_call()
 lax = _compat.validate_tool_input(TypeAdapter(dict), {{"a": 1}}, strict=False)
 strict = _compat.validate_tool_input(TypeAdapter(dict), {{"a": 1}}, strict=True)
@@ -86,11 +86,12 @@ def test_import_survives_every_private_name_read_at_load_going_away() -> None:
     warnings = "\n".join(seen["warnings"])
     for missing, consequence in [
         ("_background_task_headers", "get_http_headers() in a task returns {}"),
+        ("_background_task_session_id", "session_id raises in a tool that a task's tool calls"),
         ("_is_client_tool_call", "tools called by other tools run as tasks too"),
         ("function_tool._validate_input", "strict_input_validation applies when a leg runs"),
     ]:
         assert f"has no {missing}: {consequence}" in warnings, warnings
-    assert len(seen["warnings"]) == 3  # each once
+    assert len(seen["warnings"]) == 4  # each once
 
 
 def test_with_every_private_name_present_nothing_is_degraded() -> None:
@@ -102,6 +103,7 @@ def test_with_every_private_name_present_nothing_is_degraded() -> None:
     from fastmcp_temporal import _compat
 
     assert _compat._bg_headers is dependencies._background_task_headers
+    assert _compat._bg_session_id is dependencies._background_task_session_id
     assert _compat._fastmcp_is_client_tool_call is dependencies._is_client_tool_call
     assert _compat._validate_input is function_tool._validate_input
     assert hasattr(workflow, "_Definition")
