@@ -76,21 +76,26 @@ EVERY_LINE: dict[str, str] = {
 CORE_MARKER = "core"
 
 #: The core CI's ``newest`` job runs on the newest releases pyproject.toml's bounds
-#: allow (``FASTMCP_LINE=newest ./dev test -m core``): test module -> the private
-#: names of ``fastmcp_temporal/_compat.py`` (or the wire) it exercises. Small on
-#: purpose (about a minute): it tells early whether a new release within the bounds
-#: still works; the lines above tell the rest.
+#: allow (``FASTMCP_LINE=newest ./dev test -m core``): a test module, or one test of
+#: it (``module::test``) -> the private names of ``fastmcp_temporal/_compat.py`` it
+#: exercises. Small on purpose (about a minute): it tells early whether a new release
+#: within the bounds still works; the lines above tell the rest.
 CORE: dict[str, str] = {
     "test_compat": "every name read at load present; their absence survived",
     "test_stock_beside": "Progress per leg, nothing of FastMCP's or uvicorn's reassigned",
-    "test_task_context": "Context in a leg: caller restored (auth_context_var, "
-    "_background_task_headers), log levels, Progress",
-    "test_bad_values": "validation at creation (function_tool._validate_input)",
+    "test_task_context": "Context in a leg: the caller restored (auth_context_var, "
+    "_background_task_headers / _session_id), log levels (4.1), Progress",
+    "test_wire::test_strict_input_validation_is_honoured_up_front": "validation at "
+    "creation (function_tool._validate_input)",
+    "test_wire::test_invalid_arguments_are_an_error_and_start_no_workflow": "the same",
     "test_listen": "subscriptions/listen on FastMCP's low-level server (_mcp_server)",
-    "test_workflow_tools": "workflow._Definition",
+    "test_workflow_tools::test_a_full_run_with_input_over_http": "workflow._Definition",
     "test_stored_result": "Client._parse_call_tool_result",
-    "test_sync_calls_lifecycle": "a client's cancel (ServerSession._request_outbound)",
-    "test_sessions": "the SDK's session manager",
+    "test_sync_calls_lifecycle::test_notifications_cancelled_cancels_the_task": "a "
+    "client's cancel (ServerSession._request_outbound)",
+    "test_sessions::test_the_sdk_client_carries_on_when_its_front_end_is_killed": "the "
+    "SDK's session manager: a session this process never saw",
+    "test_sessions::test_a_deleted_session_is_refused_where_it_was_deleted": "the same",
     "test_lines": "these lists themselves",
 }
 
@@ -104,5 +109,6 @@ def mark_every_line(items: list[pytest.Item]) -> None:
         name = module.__name__.rsplit(".", 1)[-1]
         if name in EVERY_LINE:
             item.add_marker(MARKER)
-        if name in CORE:
+        test = getattr(item, "originalname", item.name)
+        if name in CORE or f"{name}::{test}" in CORE:
             item.add_marker(CORE_MARKER)

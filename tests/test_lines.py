@@ -11,12 +11,16 @@ from tests.lines import CORE, CORE_MARKER, EVERY_LINE, MARKER
 
 def test_every_listed_module_exists() -> None:
     here = Path(__file__).resolve().parent
-    listed = EVERY_LINE.keys() | CORE.keys()
+    modules = {name.partition("::")[0] for name in CORE}
+    listed = EVERY_LINE.keys() | modules
     assert sorted(name for name in listed if not (here / f"{name}.py").exists()) == []
+    for name in CORE:
+        module, _, test = name.partition("::")
+        assert not test or f"def {test}(" in (here / f"{module}.py").read_text(), name
 
 
 def test_the_core_runs_on_every_line_too() -> None:
-    assert CORE.keys() <= EVERY_LINE.keys()
+    assert {name.partition("::")[0] for name in CORE} <= EVERY_LINE.keys()
 
 
 def test_this_module_is_marked_for_every_line(request: pytest.FixtureRequest) -> None:
