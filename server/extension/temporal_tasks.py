@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
 
 
-#: Every ``TemporalTasks`` of the process, weakly (``TemporalTasks.registered_on``).
+#: Every ``TemporalTasks`` of the process, weakly (``registered_on``).
 _made: weakref.WeakSet[TemporalTasks] = weakref.WeakSet()
 
 
