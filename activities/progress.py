@@ -15,9 +15,9 @@ They are coalesced (the latest report, at most one per ``min_interval_s``), so a
 tool reporting in a tight loop adds about one history event per second.
 
 FastMCP's ``Progress`` dependency only knows Docket's execution and an
-in-memory fallback. ``install_progress_bridge`` makes it use the running leg's
-``LegProgress`` instead; the bridge is process-global, reference-counted by the
-extension's lifespan, and inert outside a leg.
+in-memory fallback; a leg's ``Progress()`` parameters report to its
+``LegProgress`` through a copy of the tool made for that leg
+(``progress_dependency``), nothing of FastMCP's changed.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from typing import Any
 
 from temporalio import activity
 
-from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.leg_news import News
 from fastmcp_temporal.workflows.models import (
     LOCAL_LEG_PROGRESS_SIGNAL,
@@ -210,24 +209,7 @@ class LegProgress:
 
 
 #: The progress sink of the leg running in this asyncio task (set by the leg, read
-#: by the ``Progress`` dependency bridge below).
+#: by its ``Progress()`` parameters: ``progress_dependency``).
 current_leg_progress: ContextVar[LegProgress | None] = ContextVar(
     "fastmcp_temporal_leg_progress", default=None
 )
-
-_bridge_holds = 0
-
-
-def install_progress_bridge() -> None:
-    """Route the ``Progress`` dependency to the running leg (refcounted)."""
-    global _bridge_holds
-    _bridge_holds += 1
-    if _bridge_holds == 1:
-        _compat.route_progress_dependency(current_leg_progress.get)
-
-
-def uninstall_progress_bridge() -> None:
-    global _bridge_holds
-    _bridge_holds = max(0, _bridge_holds - 1)
-    if _bridge_holds == 0:
-        _compat.route_progress_dependency(None)

@@ -85,6 +85,19 @@ class TaskContext(Context):
         self._task_input_responses = input_responses
         self._task_request_state = request_state
 
+    @property
+    def session_id(self) -> str:
+        """The creating request's session id: session-scoped state (``get_state`` /
+        ``set_state``) keeps working in a leg, keyed to the client that created it
+        (answered here, as FastMCP's own property would from its private context
+        variable, which a tool this one calls in turn still reads)."""
+        if self._caller.session_id is None:
+            raise RuntimeError(
+                "session_id is not available because no session exists. "
+                "This typically means you're outside a request context."
+            )
+        return self._caller.session_id
+
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:

@@ -59,6 +59,7 @@ from fastmcp_temporal.activities.progress import (
     ProgressSignals,
     current_leg_progress,
 )
+from fastmcp_temporal.activities.progress_dependency import routed_progress
 from fastmcp_temporal.activities.steps import StepCheckpoint
 from fastmcp_temporal.activities.stored_result import stored_if_big
 from fastmcp_temporal.activities.task_context import TaskContext
@@ -186,7 +187,7 @@ class ToolLegActivity:
         )
         async with ctx:
             try:
-                result = await component.run(dict(request.arguments))
+                result = await routed_progress(component).run(dict(request.arguments))
             except StepCheckpoint as checkpoint:
                 return LegOutcome(kind="input_required", request_state=checkpoint.request_state)
             except MCPError as err:

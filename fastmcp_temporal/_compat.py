@@ -1,12 +1,15 @@
-"""Every private FastMCP / MCP SDK / temporalio name this package touches, in one place.
+"""Every private FastMCP / MCP SDK / temporalio / uvicorn name this package touches, in one place.
 
 fastmcp_temporal serves the same tasks on FastMCP 4.1.4+ and 4.2.x. Where it
 needs something those libraries do not offer publicly (an underscore
-attribute, a context variable, a monkeypatch), it goes through this module and
-nowhere else, so a new FastMCP or SDK release is checked here, line by line.
-Each touchpoint says *why* it exists and *when to delete it*; each patch also
-says what it reaches (*scope*): ``route_progress_dependency`` swaps a method of
-a FastMCP class for the whole process while a ``TemporalTasks`` runs in it, and
+attribute, a context variable), it goes through this module and nowhere else,
+so a new release is checked here, line by line (``pyproject.toml`` bounds each
+library to what CI tests; docs/reference/compatibility.md lists every name).
+Each touchpoint says *why* it exists, *when to delete it* and what happens
+*without it*: none is imported at module load, so a release that moves one
+still imports this package, and the first use says once, in a warning, what
+stops working. Nothing is reassigned for the whole process except the session
+layer's ``use_session_manager`` (moving to a per-server ASGI middleware);
 ``serve_listen`` wraps one server's low-level server.
 
 The one behaviour FastMCP changed between the two lines: on 4.1 the level a
@@ -21,17 +24,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import fastmcp.server.context as _fastmcp_context
+import fastmcp.server.dependencies as _fastmcp_dependencies
 import fastmcp.server.http as _fastmcp_http
 import mcp_types
-from fastmcp.server.dependencies import Progress
-from fastmcp.server.dependencies import _background_task_headers as _bg_headers
-from fastmcp.server.dependencies import _background_task_session_id as _bg_session_id
-from fastmcp.server.dependencies import _is_client_tool_call as _fastmcp_is_client_tool_call
 from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.tools import function_tool as _function_tool
 from mcp.server.auth.middleware.auth_context import auth_context_var
@@ -47,10 +46,28 @@ if TYPE_CHECKING:
     import mcp_types
     from fastmcp import Client, Context, FastMCP
     from fastmcp.client.client import CallToolResult as FastMCPCallToolResult
-    from fastmcp.server.extensions import ServerExtension
     from fastmcp.tools.base import Tool
     from mcp.client.session import ElicitationFnT
     from pydantic import TypeAdapter
+
+# -- degraded paths ---------------------------------------------------------
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A degraded path, said once per process: what stops working, and why."""
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning(message)
+
+
+def _degraded(missing: str, consequence: str) -> None:
+    _warn_once(
+        f"fastmcp-temporal: this FastMCP / MCP SDK has no {missing}: {consequence} "
+        "(pyproject.toml bounds the releases tested; see docs/reference/compatibility.md)"
+    )
+
 
 # -- logging/setLevel ---------------------------------------------------------
 
@@ -87,6 +104,15 @@ def live_session_log_level(server: FastMCP, key: str | None) -> str | None:
 # -- the creating caller, restored in a leg ------------------------------------
 
 
+# Looked up, not imported: a FastMCP without one of them still imports this
+# package, and says once what stops working (``_degraded``).
+_bg_headers: Any = getattr(_fastmcp_dependencies, "_background_task_headers", None)
+_bg_session_id: Any = getattr(_fastmcp_dependencies, "_background_task_session_id", None)
+_fastmcp_is_client_tool_call: Callable[[], bool] | None = getattr(
+    _fastmcp_dependencies, "_is_client_tool_call", None
+)
+
+
 def restore_request_identity(
     user: AuthenticatedUser | None, headers: Mapping[str, str] | None, session_id: str | None
 ) -> None:
@@ -95,19 +121,37 @@ def restore_request_identity(
     Why: FastMCP reads them from the SDK's ``auth_context_var`` and its own
     ``_background_task_headers`` / ``_background_task_session_id`` context
     variables (how its Docket workers restore a caller); there is no public
-    setter. Delete when FastMCP exposes a "run as this caller" API.
+    setter. Delete when FastMCP exposes a "run as this caller" API. Without
+    ``_background_task_headers``, ``get_http_headers()`` in a task returns ``{}``;
+    without ``_background_task_session_id``, the task's own ``Context`` still
+    answers ``session_id`` (``TaskContext`` does), a tool it calls in turn does
+    not (a warning says so once).
     """
     auth_context_var.set(user)
-    _bg_headers.set(dict(headers) if headers else None)
-    _bg_session_id.set(session_id)
+    if _bg_headers is not None:
+        _bg_headers.set(dict(headers) if headers else None)
+    elif headers:
+        _degraded("_background_task_headers", "get_http_headers() in a task returns {}")
+    if _bg_session_id is not None:
+        _bg_session_id.set(session_id)
+    elif session_id is not None:
+        _degraded(
+            "_background_task_session_id",
+            "session_id raises in a tool that a task's tool calls in turn",
+        )
 
 
 def is_client_tool_call() -> bool:
     """Whether this ``tools/call`` is the one the client sent (not a nested call).
 
     Why: only FastMCP's ``_is_client_tool_call`` knows; its own task decision uses
-    it. Delete when ``ServerExtension.intercept_tool_call`` is told.
+    it. Delete when ``ServerExtension.intercept_tool_call`` is told. Without it every
+    dispatch counts as the client's: a tool that middleware or a tool body calls by
+    name runs as a task too (a warning says so once).
     """
+    if _fastmcp_is_client_tool_call is None:
+        _degraded("_is_client_tool_call", "tools called by other tools run as tasks too")
+        return True
     return _fastmcp_is_client_tool_call()
 
 
@@ -118,14 +162,17 @@ def peer_cancelled(context: Context) -> bool:
     the request, and only then -- a dropped connection (or a server shutting
     down) cancels the handler the same way but must leave the task running. The
     SDK keeps the difference in its dispatch context's ``cancel_requested``
-    event, reachable only through ``ServerSession._request_outbound`` (FastMCP's
-    wrapper keeps the SDK context as ``_srctx``). Delete when FastMCP's
-    ``Context`` or the SDK's ``ServerRequestContext`` exposes ``cancel_requested``.
+    event, reachable only through ``ServerSession._request_outbound``. Delete when
+    FastMCP's ``Context`` or the SDK's ``ServerRequestContext`` exposes
+    ``cancel_requested``. Without it, a client's cancel reads as a dropped
+    connection: the task goes on (a warning says so once).
     """
     request_context = context.request_context
     if request_context is None:
         return False
-    outbound = getattr(request_context._srctx.session, "_request_outbound", None)
+    outbound = getattr(request_context.session, "_request_outbound", None)
+    if outbound is None:
+        _degraded("ServerSession._request_outbound", "a client's cancel leaves its task running")
     event = getattr(outbound, "cancel_requested", None)
     return bool(event is not None and event.is_set())
 
@@ -133,20 +180,29 @@ def peer_cancelled(context: Context) -> bool:
 # -- argument validation, as the synchronous tools/call does it ----------------
 
 
-def resolve_param_hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    """A tool function's resolved parameter type hints, as ``FunctionTool`` resolves them.
+_validate_input: Callable[..., Any] | None = getattr(_function_tool, "_validate_input", None)
+
+
+def validate_tool_input(
+    adapter: TypeAdapter[Any], arguments: dict[str, Any], *, strict: bool
+) -> Any:
+    """Validate ``arguments`` as ``FunctionTool`` does, with the server's strictness.
 
     Why: task creation validates arguments before anything runs, exactly as the
-    synchronous call would, and FastMCP keeps its validation steps private.
-    Delete when ``FunctionTool`` exposes "validate these arguments".
+    synchronous call would, and FastMCP keeps that step (strict validation of JSON
+    data in JSON mode) private as ``function_tool._validate_input``. Delete when
+    ``FunctionTool`` exposes "validate these arguments". Without it: lax validation
+    (exact for a server without ``strict_input_validation``; a strict one's stricter
+    checks apply when the leg runs, a warning says so once).
     """
-    return _function_tool._resolve_param_hints(fn)
-
-
-def validate_tool_input(adapter: TypeAdapter[Any], arguments: dict[str, Any]) -> Any:
-    """Validate ``arguments`` with FastMCP's strictness setting (see ``resolve_param_hints``)."""
-    strict: Literal[True] | None = _function_tool._strict_input_validation()
-    return _function_tool._validate_input(adapter, arguments, strict=strict)
+    if _validate_input is None:
+        if strict:
+            _degraded(
+                "function_tool._validate_input",
+                "strict_input_validation applies when a leg runs, not at task creation",
+            )
+        return adapter.validate_python(arguments)
+    return _validate_input(adapter, arguments, strict=True if strict else None)
 
 
 # -- servers, mounts, extensions ------------------------------------------------
@@ -167,71 +223,16 @@ def mounted_origin(tool: Tool) -> tuple[FastMCP, str] | None:
 def masks_error_details(server: FastMCP) -> bool:
     """The server's ``mask_error_details`` setting (why: stored only as ``_mask_error_details``).
 
-    Delete when FastMCP exposes it.
+    Delete when FastMCP exposes it. Without it: the process-wide default,
+    ``fastmcp.settings.mask_error_details`` (a server's own setting is not seen).
     """
-    return bool(server._mask_error_details)
+    masks = getattr(server, "_mask_error_details", None)
+    if masks is None:
+        _degraded("FastMCP._mask_error_details", "task errors follow fastmcp.settings")
+        import fastmcp
 
-
-def registered_extension(server: FastMCP, identifier: str) -> ServerExtension | None:
-    """The extension ``server`` registered under ``identifier``.
-
-    Why: ``FastMCP._extensions`` is the only registry (``required_extensions()``
-    lists only auto-registering ones). Delete when FastMCP has ``get_extension``.
-    """
-    return server._extensions.get(identifier)
-
-
-def server_lifespan(server: FastMCP) -> AbstractAsyncContextManager[None]:
-    """Enter ``server``'s lifespan (user lifespan + extensions) without serving MCP.
-
-    Why: ``fastmcp-temporal worker`` runs legs, not transports, and FastMCP's
-    ``_lifespan_manager`` is the only entry that is not ``run()``. Delete when
-    FastMCP exposes a public lifespan context.
-    """
-    return server._lifespan_manager()
-
-
-# -- the Progress dependency --------------------------------------------------
-
-_progress_source: Callable[[], Any] | None = None
-_original_progress_aenter: Any = None
-
-
-async def _progress_aenter(self: Progress) -> Progress:
-    sink = _progress_source() if _progress_source is not None else None
-    if sink is None:
-        return await _original_progress_aenter(self)
-    instance = Progress()
-    instance._impl = sink
-    return instance
-
-
-def route_progress_dependency(source: Callable[[], Any] | None) -> None:
-    """Make FastMCP's ``Progress`` dependency use ``source()`` when it returns a sink.
-
-    ``source`` returns a ``ProgressLike`` (or ``None``: FastMCP's own behaviour).
-    ``None`` restores FastMCP's ``Progress.__aenter__``.
-
-    Why: ``Progress`` knows only Docket executions and an in-memory fallback; a
-    leg's progress must reach its heartbeats. This swaps ``Progress.__aenter__``
-    and sets ``Progress._impl``. Delete when FastMCP has a progress-sink hook
-    (as it has ``set_background_context_factory`` for contexts).
-
-    Scope: the whole process, as narrow as it can be. FastMCP enters the
-    ``Progress()`` default of any tool of any server through the class, and has
-    no per-server or per-call hook. It is swapped in while at least one
-    ``TemporalTasks`` lifespan runs in the process (``activities.progress``
-    counts them) and is inert outside a leg: there ``source()`` returns
-    ``None`` and FastMCP's own ``__aenter__`` runs.
-    """
-    global _progress_source, _original_progress_aenter
-    _progress_source = source
-    if source is not None and _original_progress_aenter is None:
-        _original_progress_aenter = Progress.__aenter__
-        Progress.__aenter__ = _progress_aenter  # type: ignore[method-assign]
-    elif source is None and _original_progress_aenter is not None:
-        Progress.__aenter__ = _original_progress_aenter  # type: ignore[method-assign]
-        _original_progress_aenter = None
+        return bool(fastmcp.settings.mask_error_details)
+    return bool(masks)
 
 
 # -- temporalio ------------------------------------------------------------------
@@ -242,8 +243,15 @@ def workflow_run_signature(workflow_class: type) -> tuple[str | None, Callable[.
 
     Why: temporalio has no public reader of a workflow definition; its own
     worker uses ``workflow._Definition.must_from_class``. Delete when it has one.
+    Without it a workflow tool cannot be declared: a clear error names why.
     """
-    definition = workflow._Definition.must_from_class(workflow_class)
+    reader = getattr(workflow, "_Definition", None)
+    if reader is None:
+        raise RuntimeError(
+            "fastmcp-temporal: this temporalio has no workflow._Definition: workflow tools "
+            "cannot be declared with it (pyproject.toml bounds the releases tested)"
+        )
+    definition = reader.must_from_class(workflow_class)
     return definition.name, definition.run_fn
 
 
@@ -319,18 +327,19 @@ def serve_listen(server: FastMCP, handler: Any) -> None:
     low_level._fastmcp_temporal_honest_capabilities = True  # type: ignore[attr-defined]
 
 
-# -- uvicorn: drain before its graceful shutdown -----------------------------
+# -- uvicorn: its graceful shutdown, long enough for the drain ----------------
 
 
-# Why: uvicorn gives no hook between SIGTERM and its graceful shutdown, whose
-# timeout (FastMCP sets 2 s) cancels the requests still open: every durable plain
-# call waiting then would be cut. So a front end takes SIGTERM from the handler
-# uvicorn installs while it serves (``Server.handle_exit``, bound to the server),
-# closes its listening sockets and idle connections as ``Server.shutdown`` would
-# first do (``servers``, ``server_state.connections``, each connection's
-# ``shutdown()``), drains, and only then calls that handler
-# (``server.extension.drain``). Delete when uvicorn or FastMCP offers a callback
-# before the graceful shutdown's grace begins.
+# Why: uvicorn has no hook for "SIGTERM arrived" and no public handle on the server
+# that serves the process; its SIGTERM handler is ``Server.handle_exit``, bound to
+# that server, in the signal table while it serves. A front end puts its own
+# handler in front of it (the signal table is the process's, nothing of uvicorn's is
+# reassigned), and on SIGTERM asks uvicorn to shut down as its maintainers advise
+# for a programmatic stop (``should_exit``, encode/uvicorn#1103), with its public
+# ``timeout_graceful_shutdown`` raised for that server to cover the drain's grace:
+# uvicorn then stops listening, closes idle connections and waits for the open
+# requests itself (``server.extension.drain``). Delete when uvicorn (or FastMCP's
+# ``run``) offers a shutdown callback before its graceful wait.
 def uvicorn_server_of(handler: Callable[..., Any]) -> Any | None:
     """The uvicorn ``Server`` whose SIGTERM handler ``handler`` is, else ``None``."""
     try:
@@ -338,25 +347,33 @@ def uvicorn_server_of(handler: Callable[..., Any]) -> Any | None:
     except ImportError:  # uvicorn is FastMCP's dependency; a front end without it serves stdio
         return None
     server = getattr(handler, "__self__", None)
-    if isinstance(server, Server) and getattr(handler, "__func__", None) is Server.handle_exit:
+    if isinstance(server, Server) and getattr(handler, "__func__", None) is getattr(
+        Server, "handle_exit", object()
+    ):
         return server
     return None
 
 
-def shut_down_quietly(server: Any) -> None:
-    """What uvicorn's SIGTERM handler does (``should_exit``), without recording the signal:
-    uvicorn re-raises a recorded one once it has shut down, which under ``uvicorn app:app``
-    (whose default action is back by then) ends the process by the signal, not 0."""
+def shut_down_gracefully(server: Any, grace_s: float) -> bool:
+    """Have uvicorn shut down as on SIGTERM, its graceful wait at least ``grace_s``.
+
+    Without recording the signal: uvicorn re-raises a recorded one once it has shut
+    down, which under ``uvicorn app:app`` (whose default action is back by then) ends
+    the process by the signal, not 0. ``False`` (and a warning): this uvicorn has no
+    ``should_exit``; the caller hands the signal to uvicorn's own handler instead.
+    """
+    if not isinstance(getattr(server, "should_exit", None), bool):
+        _warn_once(
+            "fastmcp-temporal: this uvicorn's Server has no should_exit: SIGTERM goes to "
+            "uvicorn's own handler, whose graceful timeout may cut the drain's grace"
+        )
+        return False
+    config = getattr(server, "config", None)
+    timeout = getattr(config, "timeout_graceful_shutdown", None)
+    if isinstance(timeout, int | float) and timeout < grace_s:
+        config.timeout_graceful_shutdown = grace_s  # type: ignore[union-attr]
     server.should_exit = True
-
-
-def stop_accepting(server: Any) -> None:
-    """What uvicorn's shutdown does first: stop listening, close idle keep-alive connections
-    (a busy one closes once its response is sent)."""
-    for listener in server.servers:
-        listener.close()
-    for connection in list(server.server_state.connections):
-        connection.shutdown()
+    return True
 
 
 # -- 2025-xx sessions any front end serves ----------------------------------------
@@ -484,15 +501,10 @@ __all__ = [
     "mounted_origin",
     "parse_tool_result",
     "peer_cancelled",
-    "registered_extension",
-    "resolve_param_hints",
     "restore_request_identity",
-    "route_progress_dependency",
     "serve_listen",
-    "server_lifespan",
     "session_log_level",
-    "shut_down_quietly",
-    "stop_accepting",
+    "shut_down_gracefully",
     "use_session_manager",
     "uvicorn_server_of",
     "validate_tool_input",

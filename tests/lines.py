@@ -10,9 +10,9 @@ task, its argument validation, its auth context, its transports, and the MCP
 types a recorded history decodes into. What is left out runs Temporal's
 behaviour through our engine (kills, drains, retries, versioning, quotas,
 fairness, payload stores, the codec, the CLI's Temporal operations): the same
-code on every line, tested once. The worker CLI's two ``_compat`` uses
-(``registered_extension``, ``server_lifespan``) are covered on both lines by
-``./dev install-check``, which starts ``fastmcp-temporal worker`` on the demo.
+code on every line, tested once. The worker CLI's way into a server's lifespan
+(its HTTP app's public ``lifespan``) is covered on both lines by ``./dev
+install-check``, which starts ``fastmcp-temporal worker`` on the demo.
 
 A new module that touches any of that belongs here; ``tests/test_lines.py``
 checks that every name below is a test module that exists.
@@ -67,13 +67,48 @@ EVERY_LINE: dict[str, str] = {
     "test_langgraph": "a LangGraph graph called plainly on the line's wire",
     "test_startup_line": "the start-up line through FastMCP's logger (get_logger, its handler)",
     "test_replay": "recorded histories decoded into the line's MCP types",
+    "test_compat": "every private name _compat reads at load, present, and its absence survived",
+    "test_stock_beside": "FastMCP's own Progress and classes, untouched beside a running task",
     "test_lines": "this list itself",
 }
 
 
+CORE_MARKER = "core"
+
+#: The core CI's ``newest`` job runs on the newest releases pyproject.toml's bounds
+#: allow (``FASTMCP_LINE=newest ./dev test -m core``): a test module, or one test of
+#: it (``module::test``) -> the private names of ``fastmcp_temporal/_compat.py`` it
+#: exercises. Small on purpose (about a minute): it tells early whether a new release
+#: within the bounds still works; the lines above tell the rest.
+CORE: dict[str, str] = {
+    "test_compat": "every name read at load present; their absence survived",
+    "test_stock_beside": "Progress per leg, nothing of FastMCP's or uvicorn's reassigned",
+    "test_task_context": "Context in a leg: the caller restored (auth_context_var, "
+    "_background_task_headers / _session_id), log levels (4.1), Progress",
+    "test_wire::test_strict_input_validation_is_honoured_up_front": "validation at "
+    "creation (function_tool._validate_input)",
+    "test_wire::test_invalid_arguments_are_an_error_and_start_no_workflow": "the same",
+    "test_listen": "subscriptions/listen on FastMCP's low-level server (_mcp_server)",
+    "test_workflow_tools::test_a_full_run_with_input_over_http": "workflow._Definition",
+    "test_stored_result": "Client._parse_call_tool_result",
+    "test_sync_calls_lifecycle::test_notifications_cancelled_cancels_the_task": "a "
+    "client's cancel (ServerSession._request_outbound)",
+    "test_sessions::test_the_sdk_client_carries_on_when_its_front_end_is_killed": "the "
+    "SDK's session manager: a session this process never saw",
+    "test_sessions::test_a_deleted_session_is_refused_where_it_was_deleted": "the same",
+    "test_lines": "these lists themselves",
+}
+
+
 def mark_every_line(items: list[pytest.Item]) -> None:
-    """Add the ``every_line`` marker to the tests of the modules above."""
+    """Add the ``every_line`` and ``core`` markers to the tests of the modules above."""
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and module.__name__.rsplit(".", 1)[-1] in EVERY_LINE:
+        if module is None:
+            continue
+        name = module.__name__.rsplit(".", 1)[-1]
+        if name in EVERY_LINE:
             item.add_marker(MARKER)
+        test = getattr(item, "originalname", item.name)
+        if name in CORE or f"{name}::{test}" in CORE:
+            item.add_marker(CORE_MARKER)

@@ -34,15 +34,15 @@ import asyncio
 import gc
 import logging
 import signal
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
 
 from fastmcp import FastMCP
 from fastmcp.utilities.mcp_server_config.v1.sources.filesystem import FileSystemSource
-from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 
-from fastmcp_temporal import _compat
 from fastmcp_temporal.server.extension import TemporalTasks
+from fastmcp_temporal.server.extension.temporal_tasks import registered_on
 from fastmcp_temporal.server.payloads import payload_store
 from fastmcp_temporal.server.temporal import connection
 from fastmcp_temporal.server.temporal.connection import exit_now
@@ -55,13 +55,21 @@ READY_LINE = "fastmcp-temporal worker ready"
 DEFAULT_GRACEFUL_TIMEOUT_S = 30.0
 
 
+def server_lifespan(server: FastMCP) -> AbstractAsyncContextManager[None]:
+    """Enter ``server``'s lifespan (its own and its extensions') without serving MCP:
+    that of the HTTP app FastMCP builds for it, as an app that mounts it enters it
+    (``lifespan=mcp.http_app().lifespan``); the app itself is never served."""
+    app = server.http_app()
+    return app.lifespan(app)
+
+
 async def load(spec: str) -> tuple[FastMCP, TemporalTasks]:
     """The server at ``spec`` (``fastmcp run`` rules) and its ``TemporalTasks``."""
     server = await FileSystemSource(path=spec).load_server()
     if not isinstance(server, FastMCP):
         raise SystemExit(f"worker: {spec} is not a FastMCP server")
-    extension = _compat.registered_extension(server, TASKS_EXTENSION_ID)
-    if not isinstance(extension, TemporalTasks):
+    extension = registered_on(server)
+    if extension is None:
         raise SystemExit(
             f"worker: {spec} has no TemporalTasks extension: "
             "add mcp.add_extension(TemporalTasks(...)) to the server"
@@ -97,7 +105,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with _compat.server_lifespan(server):
+    async with server_lifespan(server):
         version = extension._worker_versioning()
         logger.warning(
             "fastmcp-temporal worker: server %r, task queue %r, %s",

@@ -10,21 +10,22 @@ its task went on.
 
 So while calls wait here, SIGTERM goes to this module first
 (``SigtermDrain.arm``, at each wait, in the main thread; uvicorn installs its
-handler only once it serves): it closes the listening sockets and idle
-connections as uvicorn would (new connections are refused, which is what a
-load balancer moves on from), gives the waiting calls ``drain_grace_s``
-(``call_waits.WaitingCalls.drain``: new waiting calls get ``-32002``, those
-still waiting at the end are answered ``-32002`` with their task id), and only
-then hands the signal to uvicorn, which finds nothing left waiting. A second
-SIGTERM ends the grace at once. The lifespan then unwinds (an in-process
-worker hands its running legs back to Temporal), and the signal uvicorn
-raises again on the way out meets ``exits_cleanly``'s handler: the process
-exits 0. Under ``uvicorn app:app`` (or ``uvicorn.run(app)``) the lifespan starts
-after uvicorn took SIGTERM, so the drain takes it at once, not at the first wait,
-and hands over by asking uvicorn to shut down without recording the signal
-(``_compat.shut_down_quietly``), which it would re-raise on the way out after
-restoring the default action: the process exits 0 there too. Another ASGI
-server's SIGTERM is not drained; a warning says so.
+handler only once it serves; only the process's signal table changes, nothing of
+uvicorn's). On SIGTERM it asks uvicorn to shut down with a graceful wait that
+covers the grace (``_compat.shut_down_gracefully``: uvicorn's public
+``timeout_graceful_shutdown``, raised for that server): uvicorn stops listening
+and closes idle connections itself (new connections are refused, which is what a
+load balancer moves on from) and waits for the open requests, while the waiting
+calls get ``drain_grace_s`` (``call_waits.WaitingCalls.drain``: new waiting calls
+get ``-32002``, those still waiting at the end are answered ``-32002`` with their
+task id). A second SIGTERM ends the grace at once. Once they are answered, uvicorn
+finds nothing left open; the lifespan unwinds (an in-process worker hands its
+running legs back to Temporal) and the process exits 0: the shutdown was asked for
+without recording the signal, so uvicorn does not re-raise it, under ``mcp.run``
+and under ``uvicorn app:app`` (or ``uvicorn.run(app)``) alike. Under ``uvicorn
+app:app`` the lifespan starts after uvicorn took SIGTERM, so the drain takes it at
+once, not at the first wait. Another ASGI server's SIGTERM is not drained; a
+warning says so.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ from fastmcp_temporal.server.protocol.call_waits import WaitingCalls
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[int, FrameType | None], Any]
+
+#: What uvicorn's graceful wait gives beyond the grace: the answers sent at its end,
+#: and the rest of the open requests (FastMCP's own ``timeout_graceful_shutdown``).
+AFTER_GRACE_S = 2.0
 
 
 def _exit_zero(signum: int, frame: FrameType | None) -> None:
@@ -112,10 +117,11 @@ class SigtermDrain:
         if self._draining is not None:
             self._hurry.set()  # a second SIGTERM: end the grace now
             return
-        self._draining = asyncio.create_task(self._drain(waits, server, uvicorn_handler))
+        if not _compat.shut_down_gracefully(server, self._grace_s + AFTER_GRACE_S):
+            uvicorn_handler(signal.SIGTERM, None)  # degraded: uvicorn's own timeout applies
+        self._draining = asyncio.create_task(self._drain(waits, uvicorn_handler))
 
-    async def _drain(self, waits: WaitingCalls, server: Any, uvicorn_handler: Handler) -> None:
-        _compat.stop_accepting(server)
+    async def _drain(self, waits: WaitingCalls, uvicorn_handler: Handler) -> None:
         drain = asyncio.create_task(waits.drain(self._grace_s))
         hurry = asyncio.create_task(self._hurry.wait())
         await asyncio.wait({drain, hurry}, return_when=asyncio.FIRST_COMPLETED)
@@ -127,4 +133,3 @@ class SigtermDrain:
         hurry.cancel()
         if signal.getsignal(signal.SIGTERM) is self._armed:
             signal.signal(signal.SIGTERM, uvicorn_handler)  # a SIGTERM now: uvicorn's own
-        _compat.shut_down_quietly(server)

@@ -4,7 +4,7 @@ In order: the payload store opens; the extension connects to its Temporal (or
 starts / joins the shared embedded one, see ``connection``); the task engine is
 built, with this process's policy for callers' credentials (``credentials``:
 sealed, encrypted with everything, or refused); the metrics are recorded; the
-MCP side is installed (``subscriptions/listen``, the progress bridge, sealed
+MCP side is installed (``subscriptions/listen``, sealed
 2025-xx session ids, the waiting calls and their drain on SIGTERM); unless this
 server is a stateless front end, the in-process worker runs with the payload
 sweeper and, after an upgrade, a worker draining the previous queue; then the
@@ -31,10 +31,6 @@ from temporalio.worker import Plugin as WorkerPlugin
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.leg_news import LegNews
-from fastmcp_temporal.activities.progress import (
-    install_progress_bridge,
-    uninstall_progress_bridge,
-)
 from fastmcp_temporal.server.core import metrics, scope
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.credentials import resolve_policy
@@ -196,8 +192,6 @@ async def running(
             await stack.enter_async_context(partition_watch(client, queues))
         # Task status pushed on subscriptions/listen (see ``listen``).
         _compat.serve_listen(server, TaskListenHandler(live.running_engine))
-        install_progress_bridge()
-        stack.callback(uninstall_progress_bridge)
         # SIGTERM unwinds this lifespan and exits 0; an HTTP server drains its waits first.
         stack.enter_context(exits_cleanly())
         # A worker here tells the calls waiting here what its legs do.

@@ -26,6 +26,7 @@ server is a stateless front end, and ``fastmcp-temporal worker`` runs the legs.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -53,8 +54,13 @@ from fastmcp_temporal.workflows.models import LegPolicy, UndeclaredInput
 
 if TYPE_CHECKING:
     import mcp_types
+    from fastmcp import FastMCP
     from fastmcp.server.context import Context
     from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
+
+
+#: Every ``TemporalTasks`` of the process, weakly (``registered_on``).
+_made: weakref.WeakSet[TemporalTasks] = weakref.WeakSet()
 
 
 class TemporalTasks(ServerExtension):
@@ -274,6 +280,7 @@ class TemporalTasks(ServerExtension):
         self._client = client
         self._plugins = tuple(plugins)
         self._live = Live()
+        _made.add(self)
         # Before any HTTP app of this process starts: FastMCP builds its session
         # manager as the app starts, so sealed sessions must be its class by then.
         sessions.install()
@@ -289,6 +296,7 @@ class TemporalTasks(ServerExtension):
         assert isinstance(twin, TemporalTasks)
         twin._client, twin._plugins = client, plugins
         twin._live = Live()
+        _made.add(twin)
         return twin
 
     @property
@@ -374,3 +382,15 @@ class TemporalTasks(ServerExtension):
             data_dir=data_dir,
             worker_options=worker_options,
         )
+
+
+def registered_on(server: FastMCP) -> TemporalTasks | None:
+    """The ``TemporalTasks`` ``server.add_extension()`` registered, if any (what
+    ``fastmcp-temporal worker`` runs; FastMCP has no public lookup by identifier)."""
+    for extension in list(_made):
+        try:
+            if extension.server is server:
+                return extension
+        except RuntimeError:  # made, never registered
+            continue
+    return None

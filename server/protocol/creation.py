@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +51,9 @@ from fastmcp_temporal.workflows.models import CallerSnapshot, UndeclaredInput, W
 _SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
-def validate_arguments(component: Tool, arguments: dict[str, Any]) -> dict[str, Any] | None:
+def validate_arguments(
+    component: Tool, arguments: dict[str, Any], *, strict: bool = False
+) -> dict[str, Any] | None:
     """Reject arguments the synchronous path would reject; nothing is run.
 
     A ``FunctionTool`` validates by *calling* a pydantic-wrapped function, so we
@@ -58,12 +61,13 @@ def validate_arguments(component: Tool, arguments: dict[str, Any]) -> dict[str, 
     only returns what it was given, and validate against that. Returns every
     parameter's validated value (defaults filled in). Other tool kinds validate
     inside their own ``run`` and are checked when the leg runs (``None``).
+    ``strict``: the serving server's ``strict_input_validation``.
     """
     if not isinstance(component, FunctionTool):
         return None
     adapter, signature = _probe_for(component.fn, component.run_in_thread)
     try:
-        validated = _compat.validate_tool_input(adapter, arguments)
+        validated = _compat.validate_tool_input(adapter, arguments, strict=strict)
     except PydanticValidationError as err:
         raise ValidationError(str(err), log_level=logging.WARNING) from err
     bound = signature.bind_partial(**validated)
@@ -90,7 +94,7 @@ def _signature_probe(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
     def probe(*args: Any, **kwargs: Any) -> dict[str, Any]:
         return dict(kwargs)
 
-    hints = _compat.resolve_param_hints(fn)
+    hints = _param_hints(fn)
     signature = inspect.signature(fn)
     # Pydantic names the function in its errors ("validation error for call[<name>]"):
     # the probe answers under the tool function's name, as the synchronous call does.
@@ -103,6 +107,21 @@ def _signature_probe(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
         if name in hints or parameter.annotation is not inspect.Parameter.empty
     }
     return probe
+
+
+def _param_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """``fn``'s resolved parameter hints; for a ``functools.partial``, its function's,
+    for the parameters the partial leaves open (what ``FunctionTool`` validates)."""
+    target = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    try:
+        resolved = typing.get_type_hints(target, include_extras=True)
+    except TypeError:
+        return {}
+    if target is fn:
+        return resolved
+    return {name: resolved[name] for name in inspect.signature(fn).parameters if name in resolved}
 
 
 def capture_caller(
@@ -171,7 +190,9 @@ async def create_task(
     ``before_start``: told the task id just before its workflow is started (a waiting
     call listens to its legs from then on)."""
     component = await registered_component(context.fastmcp, tool)
-    validated = validate_arguments(component, arguments)
+    validated = validate_arguments(
+        component, arguments, strict=context.fastmcp.strict_input_validation
+    )
     body: WorkflowBody | None = None
     if (spec := spec_for(component)) is not None and validated is not None:
         body = WorkflowBody(

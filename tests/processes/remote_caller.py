@@ -20,10 +20,10 @@ from fastmcp_temporal import (
     RemoteServer,
     Steps,
     TemporalTasks,
-    _compat,
     remote_step,
     workflow_tool,
 )
+from fastmcp_temporal.server.cli.worker import server_lifespan
 from tests.processes.remote_workflows import CallRemote, FanOut, ListRemoteTools, RemoteTour
 
 
@@ -62,7 +62,7 @@ async def main(address: str, task_queue: str, peer_url: str, token: str) -> None
         )
     )
     mcp.mount(tools())
-    async with _compat.server_lifespan(mcp):
+    async with server_lifespan(mcp):
         print("worker ready", flush=True)
         await asyncio.Event().wait()
 

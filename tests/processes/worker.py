@@ -12,7 +12,8 @@ import asyncio
 import importlib
 import sys
 
-from fastmcp_temporal import LegPolicy, TemporalTasks, _compat
+from fastmcp_temporal import LegPolicy, TemporalTasks
+from fastmcp_temporal.server.cli.worker import server_lifespan
 
 
 async def main(address: str, task_queue: str, module: str) -> None:
@@ -26,7 +27,7 @@ async def main(address: str, task_queue: str, module: str) -> None:
             plugins=getattr(served, "plugins", tuple)(),
         )
     )
-    async with _compat.server_lifespan(mcp):
+    async with server_lifespan(mcp):
         print("worker ready", flush=True)
         await asyncio.Event().wait()
 
