@@ -48,6 +48,7 @@ from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol.call_progress import TICK_S, CallProgress
 from fastmcp_temporal.server.protocol.idempotency import requested_key
+from fastmcp_temporal.server.protocol.live_calls import LiveCalls
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
 from fastmcp_temporal.server.tasks.task_watch import ended, watch
@@ -70,9 +71,12 @@ class WaitingCalls:
         keepalive_s: float,
         reads_per_second: int,
         on_wait: Callable[[], None] | None = None,
+        calls: LiveCalls | None = None,
     ) -> None:
-        """``on_wait``: called as each call begins to wait (``extension.drain`` arms there)."""
+        """``on_wait``: called as each call begins to wait (``extension.drain`` arms there).
+        ``calls``: this server's sessions and questions (``live_calls``), over HTTP."""
         self.engine = engine
+        self.calls = calls
         self._on_wait = on_wait
         self.leg_news = leg_news
         self.keepalive_s = keepalive_s
