@@ -1,0 +1,175 @@
+"""A fleet behind a plain round-robin load balancer: answers and cancels reach their task.
+
+Two front ends (real processes, one scope secret, no worker: the legs run in this
+test's worker) behind ``tests.processes.round_robin_proxy`` (a real HTTP proxy
+process, no affinity), on the 2025-06-18 wire by hand and with the MCP SDK's
+``ClientSession``:
+
+- two durable calls held by two front ends ask at once; each question goes out
+  under an id of its own (the SDK numbers both ``1``), and each answer, sent
+  through the *other* front end, completes its own question and no other;
+- an altered answer and a stale one (its round over) change nothing;
+- the SDK client's answer to a question, sent through the other front end;
+- ``notifications/cancelled`` for a durable call, sent through the other front
+  end, cancels its task, and the call held by the first one ends as cancelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.worker import Worker
+
+from fastmcp_temporal import DevServer, McpTasksPlugin
+from tests.fleet import Fleet, RawSession, running_fleet
+from tests.helpers import eventually
+from tests.processes.session_server import tools
+
+
+@pytest.fixture
+async def fleet(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> AsyncIterator[Fleet]:
+    async with (
+        Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(tools)]),
+        running_fleet(temporal_server.address, task_queue, tmp_path) as running,
+    ):
+        yield running
+
+
+def asks(frame: dict[str, Any]) -> bool:
+    return frame.get("method") == "elicitation/create"
+
+
+def answer(question: dict[str, Any], note: str) -> dict[str, Any]:
+    content = {"action": "accept", "content": {"note": note}}
+    return {"jsonrpc": "2.0", "id": question["id"], "result": content}
+
+
+def text(result: dict[str, Any]) -> str:
+    (block,) = result["result"]["content"]
+    return str(block["text"])
+
+
+async def test_each_answer_completes_its_own_question_through_the_other_front_end(
+    fleet: Fleet,
+) -> None:
+    client = RawSession(fleet.http, fleet.url)
+    try:
+        await client.initialize()
+        await fleet.steer(0)
+        call_a = await client.call("tools/call", {"name": "confirm", "arguments": {"item": "A"}})
+        call_b = await client.call("tools/call", {"name": "confirm", "arguments": {"item": "B"}})
+        question_a, question_b = await call_a.frame(asks), await call_b.frame(asks)
+        assert question_a["params"]["message"] == "Confirm A?"
+        assert question_b["params"]["message"] == "Confirm B?"
+        # Each front end's SDK numbered its question 1; on the wire each has its own id.
+        assert question_a["id"] != question_b["id"]
+        assert {question_a["id"][:4], question_b["id"][:4]} == {"ft1."}
+
+        # Altered: changes nothing (202, as for any answer nobody awaits).
+        wire_id = question_a["id"]
+        flipped = wire_id[:-3] + ("A" if wire_id[-3] != "A" else "B") + wire_id[-2:]
+        assert await client.post(answer({"id": flipped}, "altered")) == 202
+        assert await client.post(answer({"id": question_b["id"] + "x"}, "altered")) == 202
+
+        # A's answer through B's front end (1), B's through A's (0).
+        await fleet.steer(1)
+        assert await client.post(answer(question_a, "yes A")) == 202
+        assert text(await call_a.result()) == "A: accept yes A"
+        # Stale: A's round is over; it completes nothing, B's question least of all.
+        assert await client.post(answer(question_a, "stale")) == 202
+        await fleet.steer(0)
+        assert await client.post(answer(question_b, "yes B")) == 202
+        assert text(await call_b.result()) == "B: accept yes B"
+    finally:
+        await client.aclose()
+
+    log = await fleet.log()
+    calls = {
+        entry["params"]["arguments"]["item"]: entry
+        for entry in log
+        if entry.get("rpc") == "tools/call"
+    }
+    answers = [entry for entry in log if entry.get("rpc") == "response"]
+    assert (calls["A"]["upstream"], calls["B"]["upstream"]) == (0, 1)
+    first = {entry["id"]: entry["upstream"] for entry in reversed(answers)}  # the real ones
+    assert (first[question_a["id"]], first[question_b["id"]]) == (1, 0)  # the other front end
+
+
+async def test_the_sdk_client_answers_through_the_other_front_end(fleet: Fleet) -> None:
+    asked: list[str] = []
+
+    async def on_elicit(_: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        held_by = await fleet.served(lambda entry: entry.get("rpc") == "tools/call")
+        await fleet.steer(1 - held_by)  # the answer goes to the front end that did not ask
+        return mcp_types.ElicitResult(action="accept", content={"note": "from the SDK"})
+
+    async with (
+        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http,
+        streamable_http_client(fleet.url, http_client=http) as (read, write),
+        ClientSession(read, write, elicitation_callback=on_elicit) as session,
+    ):
+        await session.initialize()
+        confirmed = await session.call_tool("confirm", {"item": "C"})
+    assert asked == ["Confirm C?"]
+    assert [block.text for block in confirmed.content] == ["C: accept from the SDK"]  # type: ignore[union-attr]
+    log = await fleet.log()
+    (call,) = [entry for entry in log if entry.get("rpc") == "tools/call"]
+    (reply,) = [entry for entry in log if entry.get("rpc") == "response"]
+    assert reply["upstream"] != call["upstream"]
+
+
+async def test_a_cancel_through_the_other_front_end_cancels_the_task(
+    fleet: Fleet, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    marker = tmp_path / "lingering"
+    client = RawSession(fleet.http, fleet.url)
+    try:
+        await client.initialize()
+        await fleet.steer(0)
+        call = await client.call(
+            "tools/call", {"name": "linger", "arguments": {"marker": str(marker)}}
+        )
+        await eventually(marker.exists, timeout=60)
+        await fleet.steer(1)
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": call.request_id, "reason": "the person pressed stop"},
+        }
+        assert await client.post(cancel) == 202
+        ended = await call.result()
+    finally:
+        await client.aclose()
+    assert ended["result"]["isError"] is True
+    assert "was cancelled" in text(ended)
+    # The call ends once its task has: cancelled, by the front end the cancel reached.
+    (workflow,) = [
+        execution async for execution in temporal_client.list_workflows(f'TaskQueue="{task_queue}"')
+    ]
+    description = await temporal_client.get_workflow_handle(workflow.id).describe()
+    assert description.status == WorkflowExecutionStatus.CANCELED
+    log = await fleet.log()
+    served = {entry.get("rpc"): entry["upstream"] for entry in log if entry.get("rpc")}
+    assert (served["tools/call"], served["notifications/cancelled"]) == (0, 1)
+
+
+async def test_an_answer_to_nothing_asked_changes_nothing(fleet: Fleet) -> None:
+    """A forged wire id on a front end that asked nothing: 202, nothing delivered, no 500."""
+    client = RawSession(fleet.http, fleet.url)
+    await client.initialize()
+    for forged in ("ft1.", "ft1.AAAA.BBBB", "ft1." + "A" * 5000, "ft1.!!.??"):
+        assert await client.post(answer({"id": forged}, "forged")) == 202
+    # The session still serves.
+    assert await client.post({"jsonrpc": "2.0", "method": "notifications/initialized"}) == 202
