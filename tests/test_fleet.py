@@ -86,6 +86,10 @@ async def test_each_answer_completes_its_own_question_through_the_other_front_en
         await fleet.steer(1)
         assert await client.post(answer(question_a, "yes A")) == 202
         assert text(await call_a.result()) == "A: accept yes A"
+        # Front end 0 stopped asking once the task had its answer; its SDK's courtesy
+        # cancel of the question names it as the client knows it.
+        cancelled = [f for f in call_a.frames if f.get("method") == "notifications/cancelled"]
+        assert [frame["params"]["requestId"] for frame in cancelled] == [question_a["id"]]
         # Stale: A's round is over; it completes nothing, B's question least of all.
         assert await client.post(answer(question_a, "stale")) == 202
         await fleet.steer(0)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fastmcp.server.http as fastmcp_http
 import httpx
 import httpx2
 import mcp_types
@@ -50,6 +51,7 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.server.core.settings import env_var
+from fastmcp_temporal.server.protocol.portable_sessions import PortableSessions
 from fastmcp_temporal.server.protocol.sessions import MAX_ID_CHARS, SessionSeal
 from tests.helpers import eventually
 from tests.ports import free_port, run_server_async
@@ -466,3 +468,38 @@ async def test_a_deleted_session_is_refused_where_it_was_deleted(
         after = await client.request(url, "tools/list", {})
     assert (listed.status, deleted.status_code) == (200, 200)
     assert (after.status, after.frames) == (404, [UNKNOWN])
+
+
+async def test_another_server_in_the_process_is_stock_fastmcp(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    """Only the server with ``TemporalTasks`` gets the seam: no FastMCP or SDK name changes."""
+    manager = fastmcp_http.FastMCPStreamableHTTPSessionManager
+    served = FastMCP("in-process")
+    served.add_extension(temporal_tasks(scope_secret=SECRET))
+    served.mount(tools)
+    stock = FastMCP("stock")
+
+    @stock.tool
+    def hello() -> str:
+        return "hello"
+
+    assert "http_app" in vars(served) and "http_app" not in vars(stock)
+    assert [entry.cls for entry in stock.http_app().user_middleware] == [
+        entry.cls for entry in FastMCP("another stock").http_app().user_middleware
+    ]
+    assert PortableSessions in [entry.cls for entry in served.http_app().user_middleware]
+    async with (
+        run_server_async(served) as ours,
+        run_server_async(stock) as theirs,
+        http_client() as http,
+    ):
+        sealed, plain = Handshake(http), Handshake(http)
+        await sealed.initialize(ours)
+        await plain.initialize(theirs)
+        said = await plain.request(theirs, "tools/call", {"name": "hello", "arguments": {}})
+        assert fastmcp_http.FastMCPStreamableHTTPSessionManager is manager
+        assert manager.__module__ == "fastmcp.server.http"
+    assert sealed.session_id is not None and SessionSeal.minted(sealed.session_id)
+    assert plain.session_id is not None and re.fullmatch("[0-9a-f]{32}", plain.session_id)
+    assert said.text == "hello"

@@ -288,7 +288,8 @@ class PortableSessions:
 
 
 class _Questions:
-    """A POSTed request's SSE answer, each durable call's question in it under its own id."""
+    """A POSTed request's SSE answer, each durable call's question in it under its own id
+    (and the SDK's courtesy cancel of one it abandons, under that id too)."""
 
     def __init__(
         self,
@@ -301,13 +302,12 @@ class _Questions:
         self.calls, self.local_id, self.session_id = calls, local_id, session_id
         self.caller, self.request_id = caller, request_id
         self.pending = b""
+        #: The SDK's id of each question this stream carried -> its wire id.
+        self.sent: dict[Any, str] = {}
 
     def rewritten(self, reply: Message) -> Message:
-        """``reply``'s body with each question announced for this call under its wire id."""
-        expecting = self.request_id is not None and self.calls.expecting(
-            self.local_id, self.request_id
-        )
-        if not expecting and not self.pending:
+        """``reply``'s body, each complete SSE event in it as ``_event`` has it."""
+        if not (self.pending or self.sent or self._expecting()):
             return reply
         data = self.pending + reply.get("body", b"")
         out: list[bytes] = []
@@ -321,9 +321,10 @@ class _Questions:
             self.pending = b""
         return {**reply, "body": b"".join(out)}
 
+    def _expecting(self) -> bool:
+        return self.request_id is not None and self.calls.expecting(self.local_id, self.request_id)
+
     def _event(self, event: bytes) -> bytes:
-        """One SSE event; a server-to-client request in it, if announced, under its wire id."""
-        assert self.request_id is not None
         for line in event.splitlines():
             if not line.startswith(b"data:"):
                 continue
@@ -331,14 +332,26 @@ class _Questions:
                 frame = json.loads(line[5:])
             except ValueError:
                 return event
-            if not (isinstance(frame, dict) and "method" in frame and "id" in frame):
+            if not isinstance(frame, dict):
                 return event
-            if not self.calls.expecting(self.local_id, self.request_id):
+            params = frame.get("params")
+            if "method" in frame and "id" in frame and self._expecting():
+                assert self.request_id is not None
+                ref = self.calls.next_ref(self.local_id, self.request_id)
+                wire_id = self.calls.answer_id(ref, self.session_id, self.caller)
+                self.calls.take(self.local_id, self.request_id, frame["id"], wire_id)
+                self.sent[frame["id"]] = wire_id
+                frame["id"] = wire_id
+            elif (
+                frame.get("method") == "notifications/cancelled"
+                and isinstance(params, dict)
+                and isinstance(params.get("requestId"), str | int)
+                and params["requestId"] in self.sent
+            ):
+                frame["params"] = {**params, "requestId": self.sent[params["requestId"]]}
+            else:
                 return event
-            ref = self.calls.next_ref(self.local_id, self.request_id)
-            wire_id = self.calls.answer_id(ref, self.session_id, self.caller)
-            self.calls.take(self.local_id, self.request_id, frame["id"], wire_id)
-            return event.replace(line, b"data: " + json.dumps({**frame, "id": wire_id}).encode(), 1)
+            return event.replace(line, b"data: " + json.dumps(frame).encode(), 1)
         return event
 
 

@@ -116,17 +116,24 @@ async def _ask_each(
 
 
 async def _left_round(engine: TaskEngine, view: GetTaskResult, scope: str | None) -> None:
-    """Returns once the task shows anything but ``view`` (its history, long-polled)."""
+    """Returns once the task has left the round ``view`` asks in: it no longer asks, or
+    asks something else (its history, long-polled)."""
+    asked = _rounds(view)
     while True:
         try:
             changes = watch(engine, view.task_id, scope, seen=view)
             async with contextlib.aclosing(changes) as views:
-                async for _ in views:
-                    return
+                async for latest in views:
+                    if latest.status != "input_required" or _rounds(latest) != asked:
+                        return
             return  # it ended
         except (RPCError, MCPError, PayloadDecryptionError) as err:
             logger.debug("Watching task %s while it asks failed: %s", view.task_id, err)
             await asyncio.sleep(TICK_S)
+
+
+def _rounds(view: GetTaskResult) -> dict[str, str]:
+    return {key: question_round(view, key) for key in view.input_requests or {}}
 
 
 async def deliver_answer(
