@@ -40,9 +40,7 @@ from typing import Any
 import anyio
 from fastmcp import FastMCP
 from fastmcp import settings as fastmcp_settings
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
@@ -50,8 +48,23 @@ from starlette.middleware import Middleware
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from fastmcp_temporal.server.core.scope import principal_scope
-from fastmcp_temporal.server.protocol.live_calls import ANSWER_ID_PREFIX, LiveCalls
+from fastmcp_temporal.server.protocol.asgi_messages import (
+    SESSION_HEADER,
+    Replayed,
+    caller_scope,
+    header,
+    is_answer,
+    is_cancel,
+    json_message,
+    posted,
+    read_body,
+    refusal,
+    replaying,
+    request_id_of,
+    token_of,
+    with_header,
+)
+from fastmcp_temporal.server.protocol.live_calls import LiveCalls
 from fastmcp_temporal.server.protocol.peer_cancels import cancel_elsewhere
 from fastmcp_temporal.server.protocol.sessions import SessionSeal
 from fastmcp_temporal.server.protocol.sync_questions import deliver_answer
@@ -59,7 +72,6 @@ from fastmcp_temporal.server.tasks.engine import TaskEngine
 
 logger = logging.getLogger(__name__)
 
-_SESSION_HEADER = MCP_SESSION_ID_HEADER.lower().encode()
 _VERSION_HEADER = b"mcp-protocol-version"
 #: The id of a replayed ``initialize`` (a client's own request ids are its own).
 _REPLAY_ID = "fastmcp-temporal/rebuilt-session"
@@ -128,7 +140,7 @@ class PortableSessions:
         if seal is None or engine is None or not self._handshake_era_mcp(scope):
             await self.app(scope, receive, send)
             return
-        caller = _caller_scope(scope)
+        caller = caller_scope(scope)
         session_id = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
         if session_id is None:
             if scope["method"] == "POST":
@@ -139,21 +151,21 @@ class PortableSessions:
         if not seal.minted(session_id):
             await self.app(scope, receive, send)  # one of the SDK's own: as it was
             return
-        params = seal.open(session_id, _token(scope))
+        params = seal.open(session_id, token_of(scope))
         if params is None:
             logger.info("fastmcp-temporal: refused session %s (unknown)", session_id[:16])
-            await _refusal("Session not found", 404, INVALID_REQUEST)(scope, receive, send)
+            await refusal("Session not found", 404, INVALID_REQUEST)(scope, receive, send)
             return
-        body, receive = await _read_body(scope, receive)
-        message = _message(body)
+        body, receive = await read_body(scope, receive)
+        message = json_message(body)
         calls = self.seam.calls
         local_id = calls.local_session(session_id)
-        if _is_answer(message) and calls.asked_here(local_id, message["id"]) is None:
+        if is_answer(message) and calls.asked_here(local_id, message["id"]) is None:
             # Not this front end's question: its task takes the answer.
             delivered = await deliver_answer(engine, calls, message, session_id, caller)
             await delivered(scope, receive, send)
             return
-        if _is_cancel(message):
+        if is_cancel(message):
             request_id = str(message["params"].get("requestId"))
             if not calls.holds(local_id, request_id):
                 reason = message["params"].get("reason")
@@ -166,13 +178,13 @@ class PortableSessions:
         for attempt in range(2):
             local_id = await self._local_session(session_id, params, scope)
             if local_id is None:
-                await _refusal("Too many open sessions", 503, INTERNAL_ERROR)(scope, receive, send)
+                await refusal("Too many open sessions", 503, INTERNAL_ERROR)(scope, receive, send)
                 return
             served = await self._forward(session_id, local_id, message, body, scope, receive, send)
             if served or attempt:
                 break
             calls.unpair(session_id)  # the SDK ended it (idle): rebuild, once
-            receive = _replaying(body, receive)
+            receive = replaying(body, receive)
         if scope["method"] == "DELETE":
             calls.unpair(session_id)
 
@@ -190,8 +202,8 @@ class PortableSessions:
         self, seal: SessionSeal, scope: Scope, receive: Receive, send: Send
     ) -> None:
         """An ``initialize``: the SDK opens the session, the client gets a sealed id for it."""
-        body, receive = await _read_body(scope, receive)
-        session_id = seal.mint(body, _token(scope)) if body is not None else None
+        body, receive = await read_body(scope, receive)
+        session_id = seal.mint(body, token_of(scope)) if body is not None else None
         if session_id is None:
             await self.app(scope, receive, send)  # not a sealable initialize: the SDK's own
             return
@@ -199,10 +211,10 @@ class PortableSessions:
 
         async def sealing(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] < 400:
-                local_id = _header(message, _SESSION_HEADER)
+                local_id = header(message, SESSION_HEADER)
                 if local_id is not None:
                     calls.pair(session_id, local_id)
-                    message = _with_header(message, _SESSION_HEADER, session_id)
+                    message = with_header(message, SESSION_HEADER, session_id)
             await send(message)
 
         await self.app(scope, receive, sealing)
@@ -232,14 +244,14 @@ class PortableSessions:
     async def _rebuild(self, params: dict[str, Any], scope: Scope) -> str | None:
         """Replay the session's handshake through the app, as its client once sent it."""
         initialize = {"jsonrpc": "2.0", "id": _REPLAY_ID, "method": "initialize", "params": params}
-        answer = _Answer()
-        await self.app(*_posted(scope, initialize, None, answer))
+        answer = Replayed()
+        await self.app(*posted(scope, initialize, None, answer))
         if answer.status is None or answer.status >= 400 or answer.session_id is None:
             if answer.status != 503:
                 logger.warning("fastmcp-temporal: rebuilding a session got HTTP %s", answer.status)
             return None
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        await self.app(*_posted(scope, initialized, answer.session_id, _Answer()))
+        await self.app(*posted(scope, initialized, answer.session_id, Replayed()))
         return answer.session_id
 
     async def _forward(
@@ -255,20 +267,20 @@ class PortableSessions:
         """Serve the request from the local session; ``False``: the SDK no longer has it
         (nothing was sent, ``receive`` is unread when a body was buffered)."""
         calls = self.seam.calls
-        ticket = calls.asked_here(local_id, message["id"]) if _is_answer(message) else None
+        ticket = calls.asked_here(local_id, message["id"]) if is_answer(message) else None
         if ticket is not None:  # the answer to this front end's question: the SDK's own id
             body = json.dumps({**message, "id": ticket.sdk_id}).encode()
-            receive = _replaying(body, receive)
+            receive = replaying(body, receive)
         headers = [
             (name, value)
             for name, value in scope["headers"]
-            if name not in (_SESSION_HEADER, b"content-length")
+            if name not in (SESSION_HEADER, b"content-length")
         ]
-        headers.append((_SESSION_HEADER, local_id.encode()))
+        headers.append((SESSION_HEADER, local_id.encode()))
         if body is not None:
             headers.append((b"content-length", str(len(body)).encode()))
-        request_id = _request_id(message)
-        questions = _Questions(calls, local_id, session_id, _caller_scope(scope), request_id)
+        request_id = request_id_of(message)
+        questions = _Questions(calls, local_id, session_id, caller_scope(scope), request_id)
         gone = False
 
         async def relaying(reply: Message) -> None:
@@ -277,7 +289,7 @@ class PortableSessions:
                 if reply["status"] == 404 and calls.local_session(session_id) == local_id:
                     gone = body is not None or scope["method"] != "POST"
                 if not gone:
-                    await send(_with_header(reply, _SESSION_HEADER, session_id))
+                    await send(with_header(reply, SESSION_HEADER, session_id))
             elif not gone:
                 if request_id is not None and reply["type"] == "http.response.body":
                     reply = questions.rewritten(reply)
@@ -353,147 +365,3 @@ class _Questions:
                 return event
             return event.replace(line, b"data: " + json.dumps(frame).encode(), 1)
         return event
-
-
-@dataclass
-class _Answer:
-    """What the app answered a replayed request: its status and session id."""
-
-    status: int | None = None
-    session_id: str | None = None
-
-
-def _posted(
-    scope: Scope, message: dict[str, Any], local_id: str | None, answer: _Answer
-) -> tuple[Scope, Receive, Send]:
-    """``message`` as a POST of the request in ``scope`` (same caller), in the local
-    session ``local_id`` (``None``: none), for this process only."""
-    body = json.dumps(message).encode()
-    replaced = {b"content-type", b"accept", b"content-length", _SESSION_HEADER}
-    headers = [(name, value) for name, value in scope["headers"] if name not in replaced]
-    headers += [
-        (b"content-type", b"application/json"),
-        (b"accept", b"application/json, text/event-stream"),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    if local_id is not None:
-        headers.append((_SESSION_HEADER, local_id.encode()))
-    delivered = False
-    answered = anyio.Event()
-
-    async def receive() -> Message:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await answered.wait()  # a client that hangs up once it has the whole answer
-        return {"type": "http.disconnect"}
-
-    async def send(reply: Message) -> None:
-        if reply["type"] == "http.response.start":
-            answer.status = reply["status"]
-            answer.session_id = _header(reply, _SESSION_HEADER)
-        if reply["type"] == "http.response.body" and not reply.get("more_body", False):
-            answered.set()
-
-    return {**scope, "method": "POST", "headers": headers}, receive, send
-
-
-async def _read_body(scope: Scope, receive: Receive) -> tuple[bytes | None, Receive]:
-    """A POST's body, read once (``None``: not a POST, or longer than the SDK takes --
-    it refuses that itself), and ``receive`` delivering it again."""
-    if scope["method"] != "POST":
-        return None, receive
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None, _replaying(b"".join(chunks), receive, last=message)
-        chunks.append(message.get("body", b""))
-        size += len(chunks[-1])
-        if not message.get("more_body", False):
-            body = b"".join(chunks)
-            return body, _replaying(body, receive)
-        if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
-            return None, _replaying(b"".join(chunks), receive, more=True)
-
-
-def _replaying(
-    body: bytes | None, receive: Receive, *, more: bool = False, last: Message | None = None
-) -> Receive:
-    """``receive`` with ``body`` (already read) delivered again first."""
-    queued: list[Message] = [{"type": "http.request", "body": body or b"", "more_body": more}]
-    if last is not None:
-        queued.append(last)
-
-    async def replay() -> Message:
-        return queued.pop(0) if queued else await receive()
-
-    return replay
-
-
-def _message(body: bytes | None) -> Any:
-    if body is None:
-        return None
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
-        return None  # the SDK answers it -32700, as without us
-
-
-def _is_answer(message: Any) -> bool:
-    return (
-        isinstance(message, dict)
-        and "method" not in message
-        and isinstance(message.get("id"), str)
-        and message["id"].startswith(ANSWER_ID_PREFIX)
-        and ("result" in message or "error" in message)
-    )
-
-
-def _is_cancel(message: Any) -> bool:
-    return (
-        isinstance(message, dict)
-        and message.get("method") == "notifications/cancelled"
-        and isinstance(message.get("params"), dict)
-        and isinstance(message["params"].get("requestId"), str | int)
-    )
-
-
-def _request_id(message: Any) -> str | None:
-    if isinstance(message, dict) and "method" in message and "id" in message:
-        return str(message["id"])
-    return None
-
-
-def _token(scope: Scope) -> Any:
-    user = scope.get("user")
-    return user.access_token if isinstance(user, AuthenticatedUser) else None
-
-
-def _caller_scope(scope: Scope) -> str | None:
-    token = _token(scope)
-    return None if token is None else principal_scope(token)
-
-
-def _header(message: Message, name: bytes) -> str | None:
-    for key, value in message.get("headers", []):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
-
-
-def _with_header(message: Message, name: bytes, value: str) -> Message:
-    headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != name]
-    if len(headers) == len(message.get("headers", [])):
-        return message  # it had none: a refusal, not the session's answer
-    return {**message, "headers": [*headers, (name, value.encode())]}
-
-
-def _refusal(message: str, status: int, code: int) -> Response:
-    """A JSON-RPC error without a request id, as the SDK's session manager answers."""
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    return Response(
-        json.dumps(body, separators=(",", ":")), status_code=status, media_type="application/json"
-    )

@@ -93,6 +93,8 @@ async def ask_live(
                 pending.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await pending
+    if leaving.done() and not leaving.cancelled() and (failed := leaving.exception()):
+        raise failed  # not Temporal being away (it waits that out): a bug, said as one
     return asking.result() if asking.done() and not asking.cancelled() else None
 
 
