@@ -43,6 +43,7 @@ import httpx
 import httpx2
 import mcp_types
 import pytest
+import uvicorn
 from fastmcp import FastMCP
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -503,3 +504,41 @@ async def test_another_server_in_the_process_is_stock_fastmcp(
     assert sealed.session_id is not None and SessionSeal.minted(sealed.session_id)
     assert plain.session_id is not None and re.fullmatch("[0-9a-f]{32}", plain.session_id)
     assert said.text == "hello"
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """``app`` under uvicorn on 127.0.0.1 (its lifespan too); yields its MCP URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    running = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            assert not running.done(), "uvicorn exited"
+            await asyncio.sleep(0.02)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        await running
+
+
+async def test_a_session_the_sdk_ended_here_is_rebuilt_on_its_next_request(
+    temporal_tasks: Callable[..., TemporalTasks], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK ends a session idle for ``session_idle_timeout`` (FastMCP's ``http_app``
+    setting); the sealed id goes on: the next request rebuilds it, and the client sees
+    nothing of it."""
+    served = FastMCP("in-process")
+    served.add_extension(temporal_tasks(scope_secret=SECRET))
+    served.mount(tools)
+    caplog.set_level("INFO", logger="fastmcp_temporal.server.protocol.portable_sessions")
+    async with serving(served.http_app(session_idle_timeout=0.3)) as url, http_client() as http:
+        client = Handshake(http)
+        await client.initialize(url)
+        first = await client.request(url, "tools/list", {})
+        assert "rebuilt session" not in caplog.text
+        await asyncio.sleep(1)  # idle past the timeout: the SDK ends its session
+        second = await client.request(url, "tools/list", {})
+    assert (first.status, second.status) == (200, 200)
+    assert first.frames[0]["result"] == second.frames[0]["result"]
+    assert "rebuilt session" in caplog.text
