@@ -35,8 +35,8 @@ move, because it happens in one process:
 - notifications outside a request go to the GET stream the sending front end holds;
 - ``logging/setLevel`` holds on the front end that received it; elsewhere the
   server's ``client_log_level`` applies;
-- a tool that is not a task and asks inline (``ctx.elicit()``): the SDK reads the
-  answer only on the front end that asked;
+- a body that asks inline (``await ctx.elicit()``; a task tool's body that does runs
+  inline, ``live_request``): the SDK reads the answer only on the front end that asked;
 - FastMCP's session state (``ctx.set_state``) is keyed by the front end's own
   session id; ``Last-Event-ID`` resumes only where the events were stored;
 - ``DELETE`` ends the session on the front end that receives it, which refuses the

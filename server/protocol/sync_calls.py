@@ -27,10 +27,12 @@ The wait is ``call_waits``: its end from one long poll, what its legs say
 when they run here in-process, everything else from the front end's one
 bounded read loop; progress and log lines relayed, kept alive through
 silence, and answered ``-32002`` when the front end is stopped before the task
-ends. ``notifications/cancelled`` for the request cancels the task; a dropped
-connection (or a stopping front end) does not -- the work goes on, and a retry
-with the same ``Idempotency-Key`` attaches to it and answers its result
-without running the body again.
+ends. ``notifications/cancelled`` for the request cancels the task
+(``peer_cancels``), also when it reaches another front end of the deployment: in a
+session any front end serves, the task id is derived from the call
+(``live_calls``). A dropped connection (or a stopping front end) does not -- the
+work goes on, and a retry with the same ``Idempotency-Key`` attaches to it and
+answers its result without running the body again.
 """
 
 from __future__ import annotations

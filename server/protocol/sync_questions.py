@@ -20,8 +20,9 @@ leave that round (it watches the task's history while it asks) and waits again.
 An answer that is stale (its round is over), foreign (another session, caller or
 deployment) or altered changes nothing and is logged.
 
-A tool that is not a task and calls ``ctx.elicit()`` inline asks through the
-SDK alone: its answer must reach the front end that asked (``deploying.md``).
+A body that asks inline (``await ctx.elicit()`` in a plain tool, or in a task
+tool's body, which then runs inline: ``live_request``) asks through the SDK alone:
+its answer must reach the front end that asked (``docs/guides/deploying.md``).
 """
 
 from __future__ import annotations
