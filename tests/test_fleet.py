@@ -169,6 +169,33 @@ async def test_a_cancel_through_the_other_front_end_cancels_the_task(
     assert (served["tools/call"], served["notifications/cancelled"]) == (0, 1)
 
 
+async def test_another_sessions_or_callers_answer_changes_nothing(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """The wire id is bound to the session and the caller: the same id sent by bob, or by
+    alice in another session, delivers nothing (202, logged); alice's own answer does."""
+    async with (
+        Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(tools)]),
+        running_fleet(temporal_server.address, task_queue, tmp_path, auth=True) as fleet,
+    ):
+        alice = RawSession(fleet.http, fleet.url, user="alice")
+        alice_elsewhere = RawSession(fleet.http, fleet.url, user="alice")
+        bob = RawSession(fleet.http, fleet.url, user="bob")
+        try:
+            for client in (alice, alice_elsewhere, bob):
+                await client.initialize()
+            await fleet.steer(0)
+            call = await alice.call("tools/call", {"name": "confirm", "arguments": {"item": "D"}})
+            question = await call.frame(asks)
+            await fleet.steer(1)
+            assert await bob.post(answer(question, "bob's")) == 202
+            assert await alice_elsewhere.post(answer(question, "another session's")) == 202
+            assert await alice.post(answer(question, "alice's")) == 202
+            assert text(await call.result()) == "D: accept alice's"
+        finally:
+            await alice.aclose()
+
+
 async def test_an_answer_to_nothing_asked_changes_nothing(fleet: Fleet) -> None:
     """A forged wire id on a front end that asked nothing: 202, nothing delivered, no 500."""
     client = RawSession(fleet.http, fleet.url)
