@@ -11,11 +11,16 @@ process, no affinity), on the 2025-06-18 wire by hand and with the MCP SDK's
 - an altered answer and a stale one (its round over) change nothing;
 - the SDK client's answer to a question, sent through the other front end;
 - ``notifications/cancelled`` for a durable call, sent through the other front
-  end, cancels its task, and the call held by the first one ends as cancelled.
+  end (by hand, and by the SDK's client as it abandons its call), cancels its task,
+  and the call held by the first one ends as cancelled;
+- the same wire id sent by another caller, or by the caller in another session,
+  delivers nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +35,9 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin
-from tests.fleet import Fleet, RawSession, running_fleet
+from fastmcp_temporal.server.protocol.live_calls import LiveCalls
+from fastmcp_temporal.server.tasks.engine import workflow_id_for
+from tests.fleet import SECRET, Fleet, RawSession, running_fleet
 from tests.helpers import eventually
 from tests.processes.session_server import tools
 
@@ -167,6 +174,50 @@ async def test_a_cancel_through_the_other_front_end_cancels_the_task(
     log = await fleet.log()
     served = {entry.get("rpc"): entry["upstream"] for entry in log if entry.get("rpc")}
     assert (served["tools/call"], served["notifications/cancelled"]) == (0, 1)
+
+
+async def test_the_sdk_client_cancels_through_the_other_front_end(
+    fleet: Fleet, temporal_client: TemporalClient, tmp_path: Path
+) -> None:
+    """The SDK's ``ClientSession`` sends ``notifications/cancelled`` when its call is
+    abandoned; through the other front end, it cancels the task the first one holds."""
+    marker = tmp_path / "lingering"
+    async with (
+        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http,
+        streamable_http_client(fleet.url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        calling = asyncio.create_task(session.call_tool("linger", {"marker": str(marker)}))
+        await eventually(marker.exists, timeout=60)
+        held_by = await fleet.served(lambda entry: entry.get("rpc") == "tools/call")
+        await fleet.steer(1 - held_by)
+        calling.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await calling
+        cancel = await _logged(fleet, "notifications/cancelled")
+    (call,) = [entry for entry in await fleet.log() if entry.get("rpc") == "tools/call"]
+    assert cancel["upstream"] == 1 - held_by and cancel["params"]["requestId"] == call["id"]
+    calls = LiveCalls()
+    calls.keyed(SECRET.encode())
+    task_id = calls.call_task_id(call["session"], None, str(call["id"]))
+    handle = temporal_client.get_workflow_handle(workflow_id_for(task_id, None, SECRET.encode()))
+    for _ in range(600):  # the leg hears the cancel at its next heartbeat
+        if (await handle.describe()).status == WorkflowExecutionStatus.CANCELED:
+            break
+        await asyncio.sleep(0.1)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+
+
+async def _logged(fleet: Fleet, rpc: str) -> dict[str, Any]:
+    """The proxy's log entry of the one ``rpc`` request, once it has passed."""
+    for _ in range(600):
+        found = [entry for entry in await fleet.log() if entry.get("rpc") == rpc]
+        if found:
+            (entry,) = found
+            return entry
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {rpc} passed the proxy")
 
 
 async def test_another_sessions_or_callers_answer_changes_nothing(

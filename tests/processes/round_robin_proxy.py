@@ -8,8 +8,8 @@ nginx or an AWS ALB without sticky sessions does. Two paths are the balancer's
 own, for the tests:
 
 - ``GET /_proxy/log``: every request forwarded so far, in order: its turn, the
-  upstream's index, the HTTP method and what the JSON-RPC body was (its
-  ``method``, or ``response`` with its ``id``);
+  upstream's index, the HTTP method, its ``Mcp-Session-Id`` and what the JSON-RPC
+  body was (its ``method``, ``id`` and ``params``, or ``response`` with its ``id``);
 - ``POST /_proxy/next`` ``{"upstream": k}``: the next turn goes to upstream ``k``
   (and round robin goes on from there), so a test can say which front end a
   request it is about to send reaches.
@@ -61,8 +61,15 @@ class RoundRobin:
             return
         index = self.turn % len(self.upstreams)
         self.turn += 1
+        session = dict(scope["headers"]).get(b"mcp-session-id", b"").decode() or None
         self.log.append(
-            {"turn": len(self.log), "upstream": index, "method": scope["method"], **_rpc(body)}
+            {
+                "turn": len(self.log),
+                "upstream": index,
+                "method": scope["method"],
+                "session": session,
+                **_rpc(body),
+            }
         )
         url = self.upstreams[index] + scope["path"]
         if scope["query_string"]:
