@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin
-from fastmcp_temporal.server.protocol.live_calls import LiveCalls
+from fastmcp_temporal.server.protocol import live_calls
+from fastmcp_temporal.server.protocol.live_calls import LiveCalls, QuestionRef
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from tests.fleet import SECRET, Fleet, RawSession, running_fleet
 from tests.helpers import eventually
@@ -255,3 +257,49 @@ async def test_an_answer_to_nothing_asked_changes_nothing(fleet: Fleet) -> None:
         assert await client.post(answer({"id": forged}, "forged")) == 202
     # The session still serves.
     assert await client.post({"jsonrpc": "2.0", "method": "notifications/initialized"}) == 202
+
+
+# -- the ids themselves --------------------------------------------------------------
+
+
+def keyed(secret: str = SECRET) -> LiveCalls:
+    calls = LiveCalls()
+    calls.keyed(secret.encode())
+    return calls
+
+
+def test_an_answer_id_opens_only_for_its_session_caller_and_deployment() -> None:
+    ref = QuestionRef("t" * 32, "1.confirm", "round")
+    wire_id = keyed().answer_id(ref, "s2.session", '{"sub":"alice"}')
+    assert keyed().open_answer_id(wire_id, "s2.session", '{"sub":"alice"}') == ref  # a replica
+    assert keyed().open_answer_id(wire_id, "s2.other", '{"sub":"alice"}') is None
+    assert keyed().open_answer_id(wire_id, "s2.session", '{"sub":"bob"}') is None
+    assert keyed().open_answer_id(wire_id, "s2.session", None) is None
+    assert keyed("another deployment!").open_answer_id(wire_id, "s2.session", None) is None
+    assert LiveCalls().open_answer_id(wire_id, "s2.session", '{"sub":"alice"}') is None
+    for altered in (wire_id + "A", wire_id[:-1], wire_id.replace(".", "..", 2), "ft1." * 600):
+        assert keyed().open_answer_id(altered, "s2.session", '{"sub":"alice"}') is None
+
+
+def test_a_calls_task_id_is_the_same_on_every_front_end_of_the_deployment() -> None:
+    task_id = keyed().call_task_id("s2.session", None, "7")
+    assert task_id == keyed().call_task_id("s2.session", None, "7")
+    assert re.fullmatch("[0-9a-f]{48}", task_id)
+    others = {
+        keyed().call_task_id("s2.session", None, "8"),
+        keyed().call_task_id("s2.other", None, "7"),
+        keyed().call_task_id("s2.session", '{"sub":"alice"}', "7"),
+        keyed("another deployment!").call_task_id("s2.session", None, "7"),
+    }
+    assert task_id not in others and len(others) == 4
+
+
+def test_a_front_end_keeps_a_bounded_number_of_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(live_calls, "MAX_SESSIONS_KEPT", 3)
+    calls = LiveCalls()
+    for n in range(3):
+        calls.pair(f"s2.{n}", f"local-{n}")
+    assert calls.local_session("s2.0") == "local-0"  # used: now the most recent
+    calls.pair("s2.3", "local-3")
+    assert calls.local_session("s2.1") is None and calls.sealed_session("local-1") is None
+    assert [calls.local_session(f"s2.{n}") for n in (0, 2, 3)] == ["local-0", "local-2", "local-3"]

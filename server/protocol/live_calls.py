@@ -42,8 +42,8 @@ from fastmcp_temporal.server.core.wire import GetTaskResult
 ANSWER_ID_PREFIX = "ft1."
 #: Longest wire id opened: anything longer was not minted here (bounded work).
 MAX_ANSWER_ID_CHARS = 2048
-#: Sealed-to-local session pairs kept (the oldest forgotten first: its next
-#: request rebuilds a local session, the forgotten one idles out in the SDK).
+#: Sealed-to-local session pairs kept (the least recently used forgotten first: its
+#: next request rebuilds a local session, the forgotten one idles out in the SDK).
 MAX_SESSIONS_KEPT = 10_000
 _ANSWER_LABEL = b"fastmcp-temporal/answer-ids/v1"
 _CALL_LABEL = b"fastmcp-temporal/call-task-ids/v1"
@@ -102,8 +102,11 @@ class LiveCalls:
     # -- sessions --------------------------------------------------------------
 
     def local_session(self, sealed_id: str) -> str | None:
-        """The SDK session serving ``sealed_id`` here, if any."""
-        return self._local_of.get(sealed_id)
+        """The SDK session serving ``sealed_id`` here, if any (now the most recently used)."""
+        local_id = self._local_of.get(sealed_id)
+        if local_id is not None:
+            self._local_of.move_to_end(sealed_id)
+        return local_id
 
     def sealed_session(self, local_id: str | None) -> str | None:
         """The sealed id a local SDK session serves, if it serves one."""
