@@ -23,7 +23,8 @@ id (``sessions.SessionSeal``) the client knows, and the SDK keeps its own:
   ``sync_questions.deliver_answer``, ``peer_cancels.cancel_elsewhere``).
 
 FastMCP sees the local id: ``ctx.session_id`` (and with it FastMCP's session
-state) is the front end's own.
+state) is the front end's own. An app built before the extension was added to its
+server (``app = mcp.http_app()`` first) serves the SDK's own sessions.
 """
 
 from __future__ import annotations
