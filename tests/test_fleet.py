@@ -119,6 +119,34 @@ async def test_each_answer_completes_its_own_question_through_the_other_front_en
     assert (first[question_a["id"]], first[question_b["id"]]) == (1, 0)  # the other front end
 
 
+async def test_an_inline_question_numbered_alike_never_completes_a_durable_one(
+    fleet: Fleet,
+) -> None:
+    """Front end 0 asks a durable call's question, front end 1 a plain tool's inline
+    ``ctx.elicit`` (both the SDK's request 1 of their session). The inline answer sent
+    to front end 0 completes nothing there (the SDK's 1 went out under its wire id);
+    inline answers reach only the front end that asked, as documented."""
+    client = RawSession(fleet.http, fleet.url)
+    try:
+        await client.initialize()
+        await fleet.steer(0)
+        durable = await client.call("tools/call", {"name": "confirm", "arguments": {"item": "E"}})
+        inline = await client.call("tools/call", {"name": "ask_inline", "arguments": {}})
+        durable_question, inline_question = await durable.frame(asks), await inline.frame(asks)
+        assert inline_question["id"] == 1 and str(durable_question["id"]).startswith("ft1.")
+        inline_answer = {"action": "accept", "content": {"value": "inline's"}}
+        await fleet.steer(0)
+        assert await client.post({"jsonrpc": "2.0", "id": 1, "result": inline_answer}) == 202
+        await fleet.steer(0)
+        assert await client.post(answer(durable_question, "durable's")) == 202
+        assert text(await durable.result()) == "E: accept durable's"
+        await fleet.steer(1)
+        assert await client.post({"jsonrpc": "2.0", "id": 1, "result": inline_answer}) == 202
+        assert text(await inline.result()) == "inline: accept inline's"
+    finally:
+        await client.aclose()
+
+
 async def test_the_sdk_client_answers_through_the_other_front_end(fleet: Fleet) -> None:
     asked: list[str] = []
 

@@ -119,6 +119,16 @@ def is_answer(message: Any) -> bool:
     )
 
 
+def is_response(message: Any) -> bool:
+    """A JSON-RPC response (an answer to a server-to-client request), whatever its id."""
+    return (
+        isinstance(message, dict)
+        and "method" not in message
+        and isinstance(message.get("id"), str | int)
+        and ("result" in message or "error" in message)
+    )
+
+
 def is_cancel(message: Any) -> bool:
     """A well-formed ``notifications/cancelled``."""
     return (

@@ -90,6 +90,8 @@ class LiveCalls:
     _calls_here: set[tuple[str, str]] = field(default_factory=set)
     _expected: dict[tuple[str, str], deque[Ticket]] = field(default_factory=dict)
     _asked: dict[tuple[str, str], Ticket] = field(default_factory=dict)
+    #: The SDK's own ids of the questions out under wire ids, per local session.
+    _renamed: set[tuple[str, str]] = field(default_factory=set)
 
     def keyed(self, scope_secret: bytes | None) -> None:
         """Derive the keys from the deployment's scope secret (``None``: this process's own)."""
@@ -166,6 +168,7 @@ class LiveCalls:
                     del self._expected[(local_id, request_id)]
             if ticket.wire_id is not None:
                 self._asked.pop((local_id, ticket.wire_id), None)
+                self._renamed.discard((local_id, str(ticket.sdk_id)))
 
     def expecting(self, local_id: str, request_id: str) -> bool:
         return (local_id, request_id) in self._expected
@@ -177,9 +180,16 @@ class LiveCalls:
             del self._expected[(local_id, request_id)]
         ticket.sdk_id, ticket.wire_id = sdk_id, wire_id
         self._asked[(local_id, wire_id)] = ticket
+        self._renamed.add((local_id, str(sdk_id)))
 
     def next_ref(self, local_id: str, request_id: str) -> QuestionRef:
         return self._expected[(local_id, request_id)][0].ref
+
+    def renamed(self, local_id: str | None, sdk_id: object) -> bool:
+        """Whether the SDK's request ``sdk_id`` of that session went out under a wire id:
+        the client never saw that id, so an answer naming it answers something else (an
+        inline question of another front end, numbered alike) and must not complete it."""
+        return local_id is not None and (local_id, str(sdk_id)) in self._renamed
 
     def asked_here(self, local_id: str | None, wire_id: str) -> Ticket | None:
         """The question this front end asked under ``wire_id`` in that session, if it did."""

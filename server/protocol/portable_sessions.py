@@ -56,6 +56,7 @@ from fastmcp_temporal.server.protocol.asgi_messages import (
     header,
     is_answer,
     is_cancel,
+    is_response,
     json_message,
     posted,
     read_body,
@@ -165,6 +166,15 @@ class PortableSessions:
             # Not this front end's question: its task takes the answer.
             delivered = await deliver_answer(engine, calls, message, session_id, caller)
             await delivered(scope, receive, send)
+            return
+        if is_response(message) and calls.renamed(local_id, message["id"]):
+            logger.warning(
+                "fastmcp-temporal: dropped an answer to request %s of session %s: this front "
+                "end asked nothing under that id (another front end's inline question?)",
+                str(message["id"])[:32],
+                session_id[:16],
+            )
+            await Response(status_code=202)(scope, receive, send)
             return
         if is_cancel(message):
             request_id = str(message["params"].get("requestId"))

@@ -72,6 +72,13 @@ async def linger(marker: str, ctx: Context) -> str:
 
 
 @tools.tool
+async def ask_inline(ctx: Context) -> str:
+    """Not a task: asks inline (``ctx.elicit``), through the SDK of the front end it runs on."""
+    answered = await ctx.elicit("Inline?", response_type=str)
+    return f"inline: {answered.action} {getattr(answered, 'data', None)}"
+
+
+@tools.tool
 async def announce(uri: str, ctx: Context) -> str:
     """Sends ``notifications/resources/updated`` outside this request: to the GET stream."""
     await ctx.session.send_resource_updated(uri)
