@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -275,6 +276,27 @@ async def test_another_sessions_or_callers_answer_changes_nothing(
             assert text(await call.result()) == "D: accept alice's"
         finally:
             await alice.aclose()
+
+
+async def test_a_request_id_used_again_in_a_session_is_the_clients_error(fleet: Fleet) -> None:
+    """A durable call's task id is derived from its request id: a second call under the same
+    id in the same session (JSON-RPC forbids it) is ``-32600``, and nothing else runs."""
+    client = RawSession(fleet.http, fleet.url)
+    try:
+        await client.initialize()
+        counted = {"name": "count_to", "arguments": {"n": 1}}
+        first = await client.call("tools/call", counted)
+        assert text(await first.result()) == "counted to 1"
+        again = {"jsonrpc": "2.0", "id": first.request_id, "method": "tools/call"}
+        response = await fleet.http.post(
+            fleet.url, json={**again, "params": counted}, headers=client.headers()
+        )
+    finally:
+        await client.aclose()
+    lines = response.text.splitlines()
+    frames = [json.loads(line[5:]) for line in lines if line.startswith("data:")]
+    (error,) = [frame["error"] for frame in frames or [response.json()] if "error" in frame]
+    assert error["code"] == -32600 and "already used" in error["message"]
 
 
 async def test_an_answer_to_nothing_asked_changes_nothing(fleet: Fleet) -> None:
