@@ -20,7 +20,10 @@ id (``sessions.SessionSeal``) the client knows, and the SDK keeps its own:
 - a question a durable call asks goes out under an id of its own, and an answer
   to one, or a ``notifications/cancelled`` for a durable call, that this front end
   does not hold goes to the task through Temporal (``live_calls``,
-  ``sync_questions.deliver_answer``, ``peer_cancels.cancel_elsewhere``).
+  ``sync_questions.deliver_answer``, ``peer_cancels.cancel_elsewhere``); an answer
+  naming the SDK's own number of such a question is not its answer (the client never
+  saw that number: another front end's inline question was numbered alike) and is
+  dropped.
 
 FastMCP sees the local id: ``ctx.session_id`` (and with it FastMCP's session
 state) is the front end's own. An app built before the extension was added to its
