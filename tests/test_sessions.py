@@ -490,15 +490,18 @@ async def test_another_server_in_the_process_is_stock_fastmcp(
         entry.cls for entry in FastMCP("another stock").http_app().user_middleware
     ]
     assert PortableSessions in [entry.cls for entry in served.http_app().user_middleware]
+    stock_app = stock.http_app()
+    (endpoint,) = [route.endpoint for route in stock_app.routes if route.path == "/mcp"]
     async with (
-        run_server_async(served) as ours,
-        run_server_async(stock) as theirs,
+        serving(served.http_app()) as ours,
+        serving(stock_app) as theirs,
         http_client() as http,
     ):
         sealed, plain = Handshake(http), Handshake(http)
         await sealed.initialize(ours)
         await plain.initialize(theirs)
         said = await plain.request(theirs, "tools/call", {"name": "hello", "arguments": {}})
+        assert type(endpoint.session_manager) is manager  # FastMCP's own, while ours serves
         assert fastmcp_http.FastMCPStreamableHTTPSessionManager is manager
         assert manager.__module__ == "fastmcp.server.http"
     assert sealed.session_id is not None and SessionSeal.minted(sealed.session_id)
