@@ -24,6 +24,7 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,23 @@ from tests.helpers import eventually
 from tests.processes.session_server import tools
 
 
+def legs_worker(temporal_client: TemporalClient, task_queue: str) -> Worker:
+    """The legs' worker; it tells Temporal of a leg's heartbeat at least every second (as
+    the embedded worker does), so a cancelled leg hears it within about a second."""
+    return Worker(
+        temporal_client,
+        task_queue=task_queue,
+        plugins=[McpTasksPlugin(tools)],
+        max_heartbeat_throttle_interval=timedelta(seconds=1),
+    )
+
+
 @pytest.fixture
 async def fleet(
     temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
 ) -> AsyncIterator[Fleet]:
     async with (
-        Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(tools)]),
+        legs_worker(temporal_client, task_queue),
         running_fleet(temporal_server.address, task_queue, tmp_path) as running,
     ):
         yield running
@@ -257,7 +269,7 @@ async def test_another_sessions_or_callers_answer_changes_nothing(
     """The wire id is bound to the session and the caller: the same id sent by bob, or by
     alice in another session, delivers nothing (202, logged); alice's own answer does."""
     async with (
-        Worker(temporal_client, task_queue=task_queue, plugins=[McpTasksPlugin(tools)]),
+        legs_worker(temporal_client, task_queue),
         running_fleet(temporal_server.address, task_queue, tmp_path, auth=True) as fleet,
     ):
         alice = RawSession(fleet.http, fleet.url, user="alice")
