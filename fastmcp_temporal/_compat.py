@@ -8,8 +8,7 @@ library to what CI tests; docs/reference/compatibility.md lists every name).
 Each touchpoint says *why* it exists, *when to delete it* and what happens
 *without it*: none is imported at module load, so a release that moves one
 still imports this package, and the first use says once, in a warning, what
-stops working. Nothing is reassigned for the whole process except the session
-layer's ``use_session_manager`` (moving to a per-server ASGI middleware);
+stops working. Nothing of theirs is reassigned for the whole process;
 ``serve_listen`` wraps one server's low-level server.
 
 The one behaviour FastMCP changed between the two lines: on 4.1 the level a
@@ -26,18 +25,14 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import fastmcp.server.context as _fastmcp_context
 import fastmcp.server.dependencies as _fastmcp_dependencies
-import fastmcp.server.http as _fastmcp_http
 import mcp_types
 from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.tools import function_tool as _function_tool
 from mcp.server.auth.middleware.auth_context import auth_context_var
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
-from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from starlette.types import Receive, Scope, Send
 from temporalio import workflow
 
 logger = logging.getLogger(__name__)
@@ -376,127 +371,11 @@ def shut_down_gracefully(server: Any, grace_s: float) -> bool:
     return True
 
 
-# -- 2025-xx sessions any front end serves ----------------------------------------
-
-
-class StatefulSessions(_fastmcp_http.FastMCPStreamableHTTPSessionManager):
-    """FastMCP's HTTP session manager, its handshake-era session table reachable by public names.
-
-    Why: the SDK's ``StreamableHTTPSessionManager`` keeps each 2025-xx session in
-    the memory of the process that answered ``initialize``, mints its id itself (a
-    uuid, before the request is read) and offers no way to open a session it did
-    not start; FastMCP builds it in its HTTP app's lifespan with no hook. A session
-    id that carries its session (``fastmcp_temporal.server.protocol.sessions``) has
-    to choose a new session's id and open a session this process never saw. Each
-    private name, SDK 2.3: ``_handle_stateful_request`` is overridden (every
-    handshake-era request passes it) to call ``handle_stateful``, which a subclass
-    overrides; ``serves`` reads ``_server_instances``; ``creation_lock`` is
-    ``_session_creation_lock``; ``admit`` does what ``_admit_session`` does (the
-    same transport options, ``_session_owners``, ``_server_instances``) with the id
-    given; ``serve_opening`` is ``_serve_opening_request``. ``use_session_manager``
-    makes FastMCP build the subclass. Delete when the SDK lets a server choose
-    session ids and restore a session it did not open (a session store), and
-    FastMCP passes that through. An SDK without one of these names (checked when a
-    manager is built, see ``_SESSION_MANAGER_STATE``) serves its own sessions, with
-    a warning, rather than fail.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        sdk_manager = StatefulSessions.__mro__[1]  # what this class overrides
-        missing = [name for name in _SESSION_MANAGER_METHODS if not hasattr(sdk_manager, name)]
-        missing += [name for name in _SESSION_MANAGER_STATE if not hasattr(self, name)]
-        #: Whether this SDK has every name the portable sessions need.
-        self.portable = not missing
-        if missing:
-            logger.warning(
-                "fastmcp-temporal: this MCP SDK's session manager has no %s; 2025-xx "
-                "sessions are served only by the front end that started them",
-                ", ".join(missing),
-            )
-
-    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.portable:
-            await self.handle_stateful(scope, receive, send)
-        else:
-            await self.sdk_handling(scope, receive, send)
-
-    async def handle_stateful(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one handshake-era request (a subclass's own logic; this is the SDK's)."""
-        await self.sdk_handling(scope, receive, send)
-
-    async def sdk_handling(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The SDK's own handling: a known session served, an unknown one ``404``."""
-        await super()._handle_stateful_request(scope, receive, send)
-
-    @property
-    def creation_lock(self) -> anyio.Lock:
-        """Held while a session is looked up and registered (the SDK's own lock)."""
-        return self._session_creation_lock
-
-    def serves(self, session_id: str) -> bool:
-        """Whether this process has the session open now."""
-        return session_id in self._server_instances
-
-    def admit(self, session_id: str, scope: Scope) -> StreamableHTTPServerTransport | None:
-        """Register a session under ``session_id`` for the request's user (``None``: at
-        ``max_sessions``). Hold ``creation_lock``; ``serve_opening`` starts it."""
-        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
-            return None
-        transport = StreamableHTTPServerTransport(
-            mcp_session_id=session_id,
-            is_json_response_enabled=self.json_response,
-            event_store=self.event_store,
-            security_settings=self.security_settings,
-            retry_interval=self.retry_interval,
-            idle_timeout=self.session_idle_timeout,
-        )
-        user = scope.get("user")
-        if isinstance(user, AuthenticatedUser):
-            self._session_owners[session_id] = authorization_context(user)
-        self._server_instances[session_id] = transport
-        return transport
-
-    async def serve_opening(
-        self, transport: StreamableHTTPServerTransport, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        """Start an admitted session's server task and answer its opening request; a
-        refused opening request (HTTP status 400 or more) discards the session."""
-        await self._serve_opening_request(transport, scope, receive, send)
-
-
-#: What ``StatefulSessions`` overrides and calls on the SDK's manager (SDK 2.3) ...
-_SESSION_MANAGER_METHODS = ("_handle_stateful_request", "_serve_opening_request")
-#: ... and the state it reads on each manager.
-_SESSION_MANAGER_STATE = ("_session_creation_lock", "_server_instances", "_session_owners")
-
-
-def use_session_manager(manager: type[StatefulSessions]) -> None:
-    """Make every FastMCP HTTP app built from now on manage its sessions with ``manager``.
-
-    Why: ``create_streamable_http_app`` constructs the module's
-    ``FastMCPStreamableHTTPSessionManager`` in its lifespan, with no parameter
-    for another class; this rebinds that module name (see ``StatefulSessions``).
-    A server without the session seal is served exactly as before.
-    """
-    _fastmcp_http.FastMCPStreamableHTTPSessionManager = manager  # type: ignore[misc]
-
-
-def low_level_server(server: FastMCP) -> Any:
-    """The SDK ``Server`` FastMCP serves through: the ``app`` its HTTP session manager holds.
-
-    Why: only ``FastMCP._mcp_server`` leads to it. Delete with ``StatefulSessions``.
-    """
-    return server._mcp_server
-
-
 __all__ = [
     "LOG_LEVEL_PER_SESSION",
-    "StatefulSessions",
     "client_elicitation_callback",
     "is_client_tool_call",
     "live_session_log_level",
-    "low_level_server",
     "masks_error_details",
     "mounted_origin",
     "parse_tool_result",
@@ -505,7 +384,6 @@ __all__ = [
     "serve_listen",
     "session_log_level",
     "shut_down_gracefully",
-    "use_session_manager",
     "uvicorn_server_of",
     "validate_tool_input",
     "workflow_run_signature",

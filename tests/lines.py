@@ -57,8 +57,10 @@ EVERY_LINE: dict[str, str] = {
     "and a front end drained as the line's run(transport='http') shuts uvicorn down",
     "test_sync_calls_clients": "plain calls from the SDK's ClientSession and the raw wire "
     "as each FastMCP line serves them",
-    "test_sessions": "2025-xx sessions any front end serves, through FastMCP's HTTP session "
-    "manager (_compat.StatefulSessions, use_session_manager)",
+    "test_sessions": "2025-xx sessions any front end serves, through the line's "
+    "http_app(middleware=...) and its SDK session manager's wire",
+    "test_fleet": "answers and cancels through another front end behind a round-robin proxy, "
+    "on the line's streamable HTTP transport and the SDK's ClientSession",
     "test_examples": "the examples a user of the line runs",
     "test_hosts": "real hosts (Claude Code, Codex) against the line's streamable HTTP transport: "
     "2026-07-28 stateless, 2025-06-18 with a session and a GET stream",

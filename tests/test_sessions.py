@@ -38,10 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fastmcp.server.http as fastmcp_http
 import httpx
 import httpx2
 import mcp_types
 import pytest
+import uvicorn
 from fastmcp import FastMCP
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -50,6 +52,7 @@ from temporalio.worker import Worker
 
 from fastmcp_temporal import DevServer, McpTasksPlugin, TemporalTasks
 from fastmcp_temporal.server.core.settings import env_var
+from fastmcp_temporal.server.protocol.portable_sessions import PortableSessions
 from fastmcp_temporal.server.protocol.sessions import MAX_ID_CHARS, SessionSeal
 from tests.helpers import eventually
 from tests.ports import free_port, run_server_async
@@ -466,3 +469,79 @@ async def test_a_deleted_session_is_refused_where_it_was_deleted(
         after = await client.request(url, "tools/list", {})
     assert (listed.status, deleted.status_code) == (200, 200)
     assert (after.status, after.frames) == (404, [UNKNOWN])
+
+
+async def test_another_server_in_the_process_is_stock_fastmcp(
+    temporal_tasks: Callable[..., TemporalTasks],
+) -> None:
+    """Only the server with ``TemporalTasks`` gets the seam: no FastMCP or SDK name changes."""
+    manager = fastmcp_http.FastMCPStreamableHTTPSessionManager
+    served = FastMCP("in-process")
+    served.add_extension(temporal_tasks(scope_secret=SECRET))
+    served.mount(tools)
+    stock = FastMCP("stock")
+
+    @stock.tool
+    def hello() -> str:
+        return "hello"
+
+    assert "http_app" in vars(served) and "http_app" not in vars(stock)
+    assert [entry.cls for entry in stock.http_app().user_middleware] == [
+        entry.cls for entry in FastMCP("another stock").http_app().user_middleware
+    ]
+    assert PortableSessions in [entry.cls for entry in served.http_app().user_middleware]
+    stock_app = stock.http_app()
+    (endpoint,) = [route.endpoint for route in stock_app.routes if route.path == "/mcp"]
+    async with (
+        serving(served.http_app()) as ours,
+        serving(stock_app) as theirs,
+        http_client() as http,
+    ):
+        sealed, plain = Handshake(http), Handshake(http)
+        await sealed.initialize(ours)
+        await plain.initialize(theirs)
+        said = await plain.request(theirs, "tools/call", {"name": "hello", "arguments": {}})
+        assert type(endpoint.session_manager) is manager  # FastMCP's own, while ours serves
+        assert fastmcp_http.FastMCPStreamableHTTPSessionManager is manager
+        assert manager.__module__ == "fastmcp.server.http"
+    assert sealed.session_id is not None and SessionSeal.minted(sealed.session_id)
+    assert plain.session_id is not None and re.fullmatch("[0-9a-f]{32}", plain.session_id)
+    assert said.text == "hello"
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """``app`` under uvicorn on 127.0.0.1 (its lifespan too); yields its MCP URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    running = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            assert not running.done(), "uvicorn exited"
+            await asyncio.sleep(0.02)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        await running
+
+
+async def test_a_session_the_sdk_ended_here_is_rebuilt_on_its_next_request(
+    temporal_tasks: Callable[..., TemporalTasks], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK ends a session idle for ``session_idle_timeout`` (FastMCP's ``http_app``
+    setting); the sealed id goes on: the next request rebuilds it, and the client sees
+    nothing of it."""
+    served = FastMCP("in-process")
+    served.add_extension(temporal_tasks(scope_secret=SECRET))
+    served.mount(tools)
+    caplog.set_level("INFO", logger="fastmcp_temporal.server.protocol.portable_sessions")
+    async with serving(served.http_app(session_idle_timeout=0.3)) as url, http_client() as http:
+        client = Handshake(http)
+        await client.initialize(url)
+        first = await client.request(url, "tools/list", {})
+        assert "rebuilt session" not in caplog.text
+        await asyncio.sleep(1)  # idle past the timeout: the SDK ends its session
+        second = await client.request(url, "tools/list", {})
+    assert (first.status, second.status) == (200, 200)
+    assert first.frames[0]["result"] == second.frames[0]["result"]
+    assert "rebuilt session" in caplog.text

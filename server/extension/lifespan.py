@@ -19,7 +19,7 @@ import contextlib
 import gc
 import weakref
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastmcp import FastMCP
@@ -45,9 +45,10 @@ from fastmcp_temporal.server.payloads.payload_store import (
     with_payload_storage,
 )
 from fastmcp_temporal.server.payloads.payload_sweep import sweeping
-from fastmcp_temporal.server.protocol import sessions
 from fastmcp_temporal.server.protocol.call_waits import WaitingCalls
 from fastmcp_temporal.server.protocol.listen import TaskListenHandler
+from fastmcp_temporal.server.protocol.portable_sessions import SessionSeam
+from fastmcp_temporal.server.protocol.sessions import SessionSeal
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.fairness import Fairness, partition_watch
 from fastmcp_temporal.server.temporal import connection, telemetry
@@ -79,6 +80,8 @@ class Live:
     dev_server: EmbeddedServer | None = None
     #: The connection this lifespan opened itself (not a client it was given), weakly.
     own_connection: weakref.ref[ServiceClient] | None = None
+    #: This server's HTTP sessions (``portable_sessions``): sealed while the lifespan runs.
+    seam: SessionSeam = field(default_factory=SessionSeam)
 
     def release_own_connection(self) -> None:
         """Have the connection this lifespan opened collected while the interpreter is whole.
@@ -205,15 +208,15 @@ async def running(
                 reads_per_second=options.wait_reads_per_second,
                 stuck_call_timeout_s=options.stuck_call_timeout_s,
                 on_wait=lambda: drain.arm(waits),
+                calls=live.seam.calls,
             )
             await stack.enter_async_context(waits.running())
             # Under ``uvicorn app:app`` its handler is in place already: take it now, so
             # every SIGTERM goes through the drain (and exits 0), calls waiting or not.
             drain.arm(waits)
-            # 2025-xx sessions any front end of the deployment serves (see ``sessions``).
-            stack.enter_context(
-                sessions.sealing(server, live.engine.scope_secret, options.session_max_age_s)
-            )
+            # 2025-xx sessions any front end of the deployment serves (``portable_sessions``).
+            seal = SessionSeal.for_deployment(live.engine.scope_secret, options.session_max_age_s)
+            stack.enter_context(live.seam.serving(seal, live.engine))
         if options.run_worker:
             workers = await InProcessWorkers.for_server(
                 server,

@@ -44,7 +44,8 @@ from fastmcp_temporal.activities.remote_connections import RemoteServers
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.extension.lifespan import Live, running
 from fastmcp_temporal.server.extension.options import DEFAULT_TTL_MS, ExtensionOptions
-from fastmcp_temporal.server.protocol import routing, sessions
+from fastmcp_temporal.server.protocol import routing
+from fastmcp_temporal.server.protocol.portable_sessions import serve_on
 from fastmcp_temporal.server.protocol.task_methods import TaskMethods
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.fairness import FairnessHook
@@ -281,9 +282,6 @@ class TemporalTasks(ServerExtension):
         self._plugins = tuple(plugins)
         self._live = Live()
         _made.add(self)
-        # Before any HTTP app of this process starts: FastMCP builds its session
-        # manager as the app starts, so sealed sessions must be its class by then.
-        sessions.install()
 
     def clone(self) -> TemporalTasks:
         """A copy for another server; a connected client and plugins are shared, never copied."""
@@ -321,7 +319,13 @@ class TemporalTasks(ServerExtension):
         return {}
 
     def methods(self) -> Sequence[MethodBinding]:
-        """``tasks/get|update|cancel`` (see ``server.protocol.task_methods``)."""
+        """``tasks/get|update|cancel`` (see ``server.protocol.task_methods``).
+
+        Asked once, as the extension is added to its server: also where this server's
+        HTTP apps get the sealed-session seam (``portable_sessions.serve_on``; FastMCP
+        offers an extension no other moment that knows the server before its apps).
+        """
+        serve_on(self.server, self._live.seam)
         return TaskMethods(lambda: self.engine).bindings()
 
     # -- tools/call -----------------------------------------------------------

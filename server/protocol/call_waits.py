@@ -54,6 +54,7 @@ from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol.call_progress import TICK_S, CallProgress
 from fastmcp_temporal.server.protocol.idempotency import requested_key
+from fastmcp_temporal.server.protocol.live_calls import LiveCalls
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
 from fastmcp_temporal.server.tasks.engine import TaskEngine, TaskRead, workflow_id_for
 from fastmcp_temporal.server.tasks.stuck_bodies import Stuck
@@ -78,11 +79,14 @@ class WaitingCalls:
         reads_per_second: int,
         stuck_call_timeout_s: float = 30.0,
         on_wait: Callable[[], None] | None = None,
+        calls: LiveCalls | None = None,
     ) -> None:
         """``on_wait``: called as each call begins to wait (``extension.drain`` arms there);
-        ``stuck_call_timeout_s``: how long a call waits on a body that keeps failing."""
+        ``stuck_call_timeout_s``: how long a call waits on a body that keeps failing;
+        ``calls``: this server's sessions and questions (``live_calls``), over HTTP."""
         self.engine = engine
         self.stuck_call_timeout_s = stuck_call_timeout_s
+        self.calls = calls
         self._on_wait = on_wait
         self.leg_news = leg_news
         self.keepalive_s = keepalive_s

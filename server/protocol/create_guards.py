@@ -42,12 +42,14 @@ async def start_guarded(
     arguments: dict[str, Any],
     start: Callable[..., Awaitable[CreateTaskResult]],
     session_bound_keys: bool = True,
+    unkeyed_task_id: str | None = None,
 ) -> CreateTaskResult:
     """Answer a keyed retry with its task, else admit the new task and ``start`` it.
 
     ``start`` is ``TaskEngine.start`` with the call bound; the guards pass its
     ``task_id``, ``memo`` and ``reuse_id``. ``session_bound_keys``: see
-    ``idempotency.keyed_call``.
+    ``idempotency.keyed_call``. ``unkeyed_task_id``: the task id of a call without a
+    key (a fresh one if ``None``); taken already, the start fails as a duplicate.
     """
     keyed = idempotency.keyed_call(
         engine,
@@ -65,7 +67,7 @@ async def start_guarded(
         if found is not None:
             guard_events.idempotent_hit(tool_name)
             return found
-    task_id = keyed.task_id if keyed is not None else mint_task_id()
+    task_id = keyed.task_id if keyed is not None else unkeyed_task_id or mint_task_id()
     ttl = timedelta(milliseconds=engine.starter.ttl_ms(tool_name, engine.ttl_ms))
     slot = await engine.quota.admit(
         scope=scope,

@@ -182,13 +182,15 @@ async def create_task(
     *,
     session_bound_keys: bool = True,
     before_start: Callable[[str], None] | None = None,
+    task_id: str | None = None,
 ) -> CreateTaskResult:
     """Validate, capture the caller, and start the task's workflow (past its guards).
 
     ``session_bound_keys=False`` (durable sync calls): an anonymous caller's
     idempotency key does not belong to its session (``idempotency``).
     ``before_start``: told the task id just before its workflow is started (a waiting
-    call listens to its legs from then on)."""
+    call listens to its legs from then on). ``task_id``: the id of a call without an
+    idempotency key, instead of a fresh one (``sync_calls``)."""
     component = await registered_component(context.fastmcp, tool)
     validated = validate_arguments(
         component, arguments, strict=context.fastmcp.strict_input_validation
@@ -228,4 +230,5 @@ async def create_task(
         arguments=arguments,
         start=start,
         session_bound_keys=session_bound_keys,
+        unkeyed_task_id=task_id,
     )

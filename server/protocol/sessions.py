@@ -12,35 +12,33 @@ Here the id *is* the session: the ``initialize`` params the client sent (protoco
 version, capabilities, client info), the version the SDK negotiated for them and
 when, compressed and sealed with AES-256-GCM under a key every front end derives
 from the scope secret, with the caller's principal (``scope.principal_scope``) as
-associated data. A front end that gets an id it does
-not serve opens it and rebuilds the session by replaying that ``initialize`` and
-``notifications/initialized`` through the SDK's own handshake, so the session
-negotiates there what it negotiated where it began, and FastMCP's ``on_initialize``
-middleware runs for it there too. An id that is forged, altered, sealed under
+associated data. A front end that gets an id it does not serve opens it and
+rebuilds the session by replaying that ``initialize`` and
+``notifications/initialized`` through its own app, so the session negotiates
+there what it negotiated where it began, and FastMCP's ``on_initialize``
+middleware runs for it there too (``portable_sessions``: the HTTP seam, an ASGI
+middleware on this server's app, which keeps the SDK's own session id per
+front end behind the sealed one). An id that is forged, altered, sealed under
 another secret or sent by another caller opens to nothing: an unknown session,
 ``404``, as before; each request checks it, also on the front end that serves it.
 So does an id past ``session_max_age_s`` (no id lives for ever: an anonymous
 caller's is a bearer token), one a front end would negotiate another protocol
 version for (replicas of different SDKs mid-upgrade: the client initializes again),
 and one spelled any way but the one it was minted in. No store: a random nonce
-makes every id unique (FastMCP keys session state by it).
+makes every id unique.
 
-What an id cannot carry, because it happens after ``initialize`` or lives in one
-process:
+Questions a durable call asks and their answers, and a client's cancel of a
+durable call, reach their task from any front end (``live_calls``). What cannot
+move, because it happens in one process:
 
 - a request in flight: its answer is an HTTP response of the front end serving it;
-- the answer to a server-to-client request (a question a 2025-xx call asks live:
-  elicitation, sampling, roots) is read only by the front end that asked: route a
-  session's requests to one front end (by ``Mcp-Session-Id``) when tools ask;
 - notifications outside a request go to the GET stream the sending front end holds;
 - ``logging/setLevel`` holds on the front end that received it; elsewhere the
   server's ``client_log_level`` applies;
-- FastMCP's session state (``ctx.set_state``) is in the server's state store, per
-  process unless that store is shared; ``Last-Event-ID`` resumes only where the
-  events were stored;
-- ``notifications/cancelled`` for a request reaches only the front end holding that
-  request: route by ``Mcp-Session-Id`` where clients cancel (Codex does, at its
-  ``tool_timeout_sec``);
+- a body that asks inline (``await ctx.elicit()``; a task tool's body that does runs
+  inline, ``live_request``): the SDK reads the answer only on the front end that asked;
+- FastMCP's session state (``ctx.set_state``) is keyed by the front end's own
+  session id; ``Last-Event-ID`` resumes only where the events were stored;
 - ``DELETE`` ends the session on the front end that receives it, which refuses the
   id from then on; another front end serves it until its ``session_max_age_s``
   (no revocation without a store).
@@ -59,7 +57,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import hashlib
 import hmac
 import json
@@ -68,25 +65,16 @@ import os
 import re
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import anyio
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from fastmcp import FastMCP
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
-from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, InitializeRequestParams
+from mcp_types import InitializeRequestParams
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
-from starlette.datastructures import Headers
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
 
-from fastmcp_temporal import _compat
 from fastmcp_temporal.server.core.scope import SCOPE_SECRET_ENV, principal_scope
 
 logger = logging.getLogger(__name__)
@@ -104,12 +92,6 @@ _NONCE_BYTES = 12
 _ENCODED = re.compile(r"[A-Za-z0-9_-]+")
 #: Ids ended here by ``DELETE`` remembered at most (the oldest forgotten first).
 _ENDED_KEPT = 10_000
-#: Where the seal rides: on the SDK server FastMCP's session manager holds as ``app``,
-#: the one object of this server the manager FastMCP builds can reach. Goes with
-#: ``_compat.StatefulSessions``.
-_SEAL_ATTRIBUTE = "_fastmcp_temporal_session_seal"
-#: The id of a replayed ``initialize`` (a client's own request ids are its own).
-_REPLAY_ID = "fastmcp-temporal/rebuilt-session"
 
 
 class SessionSeal:
@@ -239,177 +221,3 @@ def _negotiated(params: dict[str, Any]) -> str:
 def _bound_to(caller: AccessToken | None) -> bytes:
     """The associated data: whose session it is (another caller's id does not open)."""
     return b"anonymous" if caller is None else principal_scope(caller).encode()
-
-
-def _caller(scope: Scope) -> AccessToken | None:
-    user = scope.get("user")
-    return user.access_token if isinstance(user, AuthenticatedUser) else None
-
-
-class PortableSessions(_compat.StatefulSessions):
-    """FastMCP's session manager, minting sealed ids and rebuilding sessions it does not serve."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        #: Sessions this process is rebuilding: their other requests wait for the handshake.
-        self._rebuilding: dict[str, anyio.Event] = {}
-
-    async def handle_stateful(self, scope: Scope, receive: Receive, send: Send) -> None:
-        seal: SessionSeal | None = getattr(self.app, _SEAL_ATTRIBUTE, None)
-        if seal is None:
-            await self.sdk_handling(scope, receive, send)
-            return
-        caller = _caller(scope)
-        session_id = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
-        if session_id is None:
-            await self._open_new(seal, caller, scope, receive, send)
-            return
-        if seal.minted(session_id):
-            params = seal.open(session_id, caller)
-            if params is None:
-                logger.info("fastmcp-temporal: refused session %s (unknown)", session_id[:16])
-                await _refusal("Session not found", 404, INVALID_REQUEST)(scope, receive, send)
-                return
-            if not await self._served_here(session_id, params, scope):
-                await _too_many_sessions(scope, receive, send)
-                return
-            if scope["method"] == "DELETE":
-                seal.end(session_id)
-        await self.sdk_handling(scope, receive, send)
-
-    async def _open_new(
-        self,
-        seal: SessionSeal,
-        caller: AccessToken | None,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        """A request without a session id: an ``initialize`` opens a session under a sealed id."""
-        if scope["method"] != "POST":
-            await self.sdk_handling(scope, receive, send)
-            return
-        try:
-            body = await Request(scope, receive).body()
-        except ClientDisconnect:
-            return
-        replay = _replaying(body, receive)
-        session_id = seal.mint(body, caller)
-        if session_id is None:
-            await self.sdk_handling(scope, replay, send)
-            return
-        async with self.creation_lock:
-            transport = self.admit(session_id, scope)
-        if transport is None:
-            await _too_many_sessions(scope, receive, send)
-            return
-        await self.serve_opening(transport, scope, replay, send)
-
-    async def _served_here(self, session_id: str, params: dict[str, Any], scope: Scope) -> bool:
-        """Serve the session here, rebuilding it if this process does not have it yet.
-
-        ``False``: at ``max_sessions``. A rebuild that fails leaves the session unknown
-        here, and the SDK answers ``404``.
-        """
-        async with self.creation_lock:
-            rebuilding = self._rebuilding.get(session_id)
-            transport = None
-            if rebuilding is None and not self.serves(session_id):
-                transport = self.admit(session_id, scope)
-                if transport is None:
-                    return False
-                self._rebuilding[session_id] = anyio.Event()
-        if transport is not None:
-            await self._rebuild(transport, session_id, params, scope)
-        elif rebuilding is not None:
-            await rebuilding.wait()
-        return True
-
-    async def _rebuild(
-        self,
-        transport: StreamableHTTPServerTransport,
-        session_id: str,
-        params: dict[str, Any],
-        scope: Scope,
-    ) -> None:
-        """Replay the session's handshake into its new transport, as its client once sent it."""
-        try:
-            initialize = {"jsonrpc": "2.0", "id": _REPLAY_ID, "method": "initialize"}
-            await self.serve_opening(transport, *_posted(scope, {**initialize, "params": params}))
-            if self.serves(session_id):
-                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-                await transport.handle_request(*_posted(scope, initialized))
-                logger.info("fastmcp-temporal: rebuilt session %s here", session_id[:16])
-        finally:
-            self._rebuilding.pop(session_id).set()
-
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    """``receive`` with the request body, already read, delivered again first."""
-    delivered = False
-
-    async def replay() -> Message:
-        nonlocal delivered
-        if delivered:
-            return await receive()
-        delivered = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay
-
-
-def _posted(scope: Scope, message: dict[str, Any]) -> tuple[Scope, Receive, Send]:
-    """``message`` as a POST of the request in ``scope`` (same caller, same session id),
-    for this process only: its response goes nowhere."""
-    body = json.dumps(message).encode()
-    replaced = {b"content-type", b"accept", b"content-length"}
-    headers = [(name, value) for name, value in scope["headers"] if name not in replaced]
-    headers += [
-        (b"content-type", b"application/json"),
-        (b"accept", b"application/json, text/event-stream"),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    delivered = False
-    answered = anyio.Event()
-
-    async def receive() -> Message:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await answered.wait()  # a client that hangs up once it has the whole answer
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            answered.set()
-
-    return {**scope, "method": "POST", "headers": headers}, receive, send
-
-
-def _refusal(message: str, status: int, code: int) -> Response:
-    """A JSON-RPC error without a request id, as the SDK's session manager answers."""
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    return Response(
-        json.dumps(body, separators=(",", ":")), status_code=status, media_type="application/json"
-    )
-
-
-async def _too_many_sessions(scope: Scope, receive: Receive, send: Send) -> None:
-    await _refusal("Too many open sessions", 503, INTERNAL_ERROR)(scope, receive, send)
-
-
-def install() -> None:
-    """Make FastMCP's HTTP apps manage sessions with ``PortableSessions`` (inert without a seal)."""
-    _compat.use_session_manager(PortableSessions)
-
-
-@contextlib.contextmanager
-def sealing(server: FastMCP, scope_secret: bytes | None, max_age_s: float) -> Iterator[None]:
-    """While inside, ``server``'s 2025-xx sessions get sealed ids any front end serves."""
-    low_level = _compat.low_level_server(server)
-    setattr(low_level, _SEAL_ATTRIBUTE, SessionSeal.for_deployment(scope_secret, max_age_s))
-    try:
-        yield
-    finally:
-        setattr(low_level, _SEAL_ATTRIBUTE, None)

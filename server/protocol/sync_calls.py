@@ -27,15 +27,18 @@ The wait is ``call_waits``: its end from one long poll, what its legs say
 when they run here in-process, everything else from the front end's one
 bounded read loop; progress and log lines relayed, kept alive through
 silence, and answered ``-32002`` when the front end is stopped before the task
-ends. ``notifications/cancelled`` for the request cancels the task; a dropped
-connection (or a stopping front end) does not -- the work goes on, and a retry
-with the same ``Idempotency-Key`` attaches to it and answers its result
-without running the body again.
+ends. ``notifications/cancelled`` for the request cancels the task
+(``peer_cancels``), also when it reaches another front end of the deployment: in a
+session any front end serves, the task id is derived from the call
+(``live_calls``). A dropped connection (or a stopping front end) does not -- the
+work goes on, and a retry with the same ``Idempotency-Key`` attaches to it and
+answers its result without running the body again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable
 from typing import Any
 
@@ -47,6 +50,7 @@ from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
 from fastmcp.tools.base import Tool, ToolResult
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.input_capabilities import undeclared
@@ -58,6 +62,7 @@ from fastmcp_temporal.server.protocol import mrtr
 from fastmcp_temporal.server.protocol.call_waits import CallWait, WaitingCalls
 from fastmcp_temporal.server.protocol.creation import create_task, declared_capabilities
 from fastmcp_temporal.server.protocol.live_request import needs_live_request
+from fastmcp_temporal.server.protocol.peer_cancels import peer_cancel
 from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
@@ -77,6 +82,24 @@ async def call_durably(
     component = await registered_component(context.fastmcp, tool)
     if needs_live_request(component):
         return await call_next()
+    calls = waits.calls
+    # While it waits, this front end holds the call: a cancel of it is the SDK's to see here.
+    holding = (
+        calls.holding(_session_of(context), str(context.request_id))
+        if calls is not None
+        else contextlib.nullcontext()
+    )
+    with holding:
+        return await _durably(waits, tool, params, context, _call_task_id(waits, context))
+
+
+async def _durably(
+    waits: WaitingCalls,
+    tool: Tool,
+    params: mcp_types.CallToolRequestParams,
+    context: Context,
+    call_task_id: str | None,
+) -> ToolCallOutcome:
     engine = waits.engine
     scope = task_scope()
     async with waits.wait_for(context) as wait:
@@ -91,14 +114,22 @@ async def call_durably(
         else:
             # Measured as a task's creation; the wait below is not part of it.
             with metrics.creating(tool.name), temporal_busy_as_error("tools/call"):
-                created = await create_task(
-                    engine,
-                    tool,
-                    dict(params.arguments or {}),
-                    context,
-                    session_bound_keys=False,
-                    before_start=lambda task_id: wait.listen(task_id, scope),
-                )
+                try:
+                    created = await create_task(
+                        engine,
+                        tool,
+                        dict(params.arguments or {}),
+                        context,
+                        session_bound_keys=False,
+                        before_start=lambda task_id: wait.listen(task_id, scope),
+                        task_id=call_task_id,
+                    )
+                except WorkflowAlreadyStartedError:
+                    raise MCPError(
+                        code=mcp_types.INVALID_REQUEST,
+                        message=f"Request id {context.request_id} was already used in this "
+                        "session: a new request needs a new id",
+                    ) from None
                 task_id, run_id = created.task_id, created.started_run_id
                 wait.listen(task_id, scope)  # an idempotency key's existing task: from now
                 if created.status != "working":  # that task asks, or has ended
@@ -109,16 +140,36 @@ async def call_durably(
             questions = view.input_requests or {}
             if view.status != "input_required" or not can_ask_live(context, questions):
                 break
-            # 2025-11-25: asked live on this request, answered into the task; then wait again.
-            asking = ask_live(context, questions)
+            # 2025-11-25: asked live on this request, answered into the task (here, or
+            # through another front end: ``None``); then wait again.
+            asking = ask_live(context, engine, view, scope, waits.calls)
             answers = await wait.guard(
                 _cancelling_on_failure(engine, task_id, scope, context, asking)
             )
-            with temporal_busy_as_error("tasks/update"):
-                await engine.update(task_id, scope, answers)
+            if answers is not None:
+                with temporal_busy_as_error("tasks/update"):
+                    await engine.update(task_id, scope, answers)
             view = None
     with temporal_busy_as_error("tools/call"):
         return await _answer(engine, view, scope, tool.name, context)
+
+
+def _session_of(context: Context) -> str | None:
+    try:
+        return context.session_id
+    except RuntimeError:
+        return None
+
+
+def _call_task_id(waits: WaitingCalls, context: Context) -> str | None:
+    """A task id any front end computes from the call, in a session any front end serves
+    (its cancel may reach another one: ``peer_cancels``); else ``None``, a fresh id."""
+    if waits.calls is None:
+        return None
+    sealed = waits.calls.sealed_session(_session_of(context))
+    if sealed is None:
+        return None
+    return waits.calls.call_task_id(sealed, task_scope(), str(context.request_id))
 
 
 def _answerable(view: GetTaskResult) -> bool:
@@ -133,10 +184,10 @@ async def _waited(
         return await wait.until_answerable(run_id)
     except BaseException:
         if _compat.peer_cancelled(context):
-            # The client cancelled this request: the task is its work, cancel it too.
+            # The client cancelled this request: the task is its work (``peer_cancels``).
             assert wait.task_id is not None
             with anyio.CancelScope(shield=True):
-                await engine.cancel(wait.task_id, task_scope())
+                await peer_cancel(engine, wait.task_id, task_scope(), None)
         raise
 
 
@@ -145,8 +196,8 @@ async def _cancelling_on_failure(
     task_id: str,
     scope: str | None,
     context: Context,
-    asking: Awaitable[dict[str, Any]],
-) -> dict[str, Any]:
+    asking: Awaitable[dict[str, Any] | None],
+) -> dict[str, Any] | None:
     """The client's answers; a client that fails, refuses or cancels leaves no parked task.
 
     A connection that drops while asked (or a front end that stops) leaves the
@@ -155,7 +206,10 @@ async def _cancelling_on_failure(
     try:
         return await asking
     except BaseException as err:
-        if not isinstance(err, asyncio.CancelledError) or _compat.peer_cancelled(context):
+        if _compat.peer_cancelled(context):
+            with anyio.CancelScope(shield=True):
+                await peer_cancel(engine, task_id, scope, None)
+        elif not isinstance(err, asyncio.CancelledError):
             with anyio.CancelScope(shield=True):
                 await engine.cancel(task_id, scope)
         raise

@@ -11,7 +11,9 @@ user named only in the token's claims (``sub``), as many verifiers do.
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from pathlib import Path
 
 import mcp_types
 from fastmcp import Context, FastMCP
@@ -42,6 +44,38 @@ async def greet(ctx: Context) -> str:
         params=mcp_types.ElicitRequestFormParams(message="Your name?", requested_schema=NAME)
     )
     return mcp_types.InputRequiredResult(input_requests={"name": question})  # type: ignore[return-value]
+
+
+NOTE = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+
+
+@tools.tool(task=True)
+async def confirm(item: str, ctx: Context) -> str:
+    """Asks "Confirm <item>?" (on 2025-xx: an elicitation on the open call); says what it got."""
+    answer = (ctx.input_responses or {}).get("confirm")
+    if isinstance(answer, mcp_types.ElicitResult):
+        return f"{item}: {answer.action} {(answer.content or {}).get('note')}"
+    question = mcp_types.ElicitRequest(
+        params=mcp_types.ElicitRequestFormParams(message=f"Confirm {item}?", requested_schema=NOTE)
+    )
+    return mcp_types.InputRequiredResult(input_requests={"confirm": question})  # type: ignore[return-value]
+
+
+@tools.tool(task=True)
+async def linger(marker: str, ctx: Context) -> str:
+    """Writes ``marker`` once it runs, then reports progress until it is cancelled (10 min)."""
+    Path(marker).write_text("running")
+    for tick in range(6000):
+        await ctx.report_progress(tick, None, "lingering")
+        await asyncio.sleep(0.1)
+    return "lingered"
+
+
+@tools.tool
+async def ask_inline(ctx: Context) -> str:
+    """Not a task: asks inline (``ctx.elicit``), through the SDK of the front end it runs on."""
+    answered = await ctx.elicit("Inline?", response_type=str)
+    return f"inline: {answered.action} {getattr(answered, 'data', None)}"
 
 
 @tools.tool
