@@ -177,6 +177,8 @@ class CallWait:
         #: The task once it ends or asks, as a read or a follow found it (this round).
         self._found: asyncio.Future[GetTaskResult] | None = None
         self._stopped: asyncio.Future[None] = loop.create_future()
+        #: The call's tool is a workflow tool: its last lines are in its workflow's memo.
+        self.workflow_tool = False
         #: A retry of this call reattaches to its task (it carries an idempotency key).
         self._reattachable = False
         with contextlib.suppress(MCPError):  # a malformed key: the create refuses it
@@ -293,8 +295,36 @@ class CallWait:
                 run_id = None  # the window ended, or the run continued as new: the task's latest
         finally:
             self._found = None
+        if self.workflow_tool and view.final_progress is None:
+            await self._body_last_word()
         await self.relay.finish(view.final_progress)
         return view
+
+    async def resuming(self) -> None:
+        """This request answers the call's previous round (MRTR): the lines its workflow
+        tool reported until then went to that round's request, not again to this one."""
+        if not self.workflow_tool:
+            return
+        assert self.task_id is not None
+        try:
+            body = await self._engine.body_progress(self.task_id, self._scope)
+        except (RPCError, PayloadDecryptionError) as err:
+            logger.debug("Reading the lines of task %s failed: %s", self.task_id, err)
+            return
+        if body is not None:
+            self.relay.heard_before(body.report, body.lines)
+
+    async def _body_last_word(self) -> None:
+        """A workflow tool's lines the reads passed over, its last one included: the task's
+        end does not carry them, its workflow's memo does (one ``describe``)."""
+        assert self.task_id is not None
+        try:
+            body = await self._engine.body_progress(self.task_id, self._scope)
+        except (RPCError, PayloadDecryptionError) as err:  # the answer matters more
+            logger.debug("Reading the last report of task %s failed: %s", self.task_id, err)
+            return
+        if body is not None:
+            await self.relay.heard(body.report, lines=body.lines)
 
     # -- what it hears ---------------------------------------------------------
 
@@ -325,10 +355,11 @@ class CallWait:
             self._reading = False
             self._last_read = self._loop.time()
         task = read.task
+        if task.status in TERMINAL_STATUSES:
+            return  # a close comes with its last report
+        await self.relay.heard(read.report, status=task.status_message, lines=read.lines)
         if task.status == "input_required" and task.input_requests:
-            self._resolve(task)
-        elif task.status not in TERMINAL_STATUSES:  # a close comes with its last report
-            await self.relay.heard(read.report, status=task.status_message)
+            self._resolve(task)  # what the body said before it asked goes first
 
     async def _hear(self, queue: NewsQueue) -> None:
         while True:

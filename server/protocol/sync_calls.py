@@ -61,6 +61,7 @@ from fastmcp_temporal.server.protocol.live_request import needs_live_request
 from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.temporal.workflow_tools import spec_for
 
 
 async def call_durably(
@@ -80,6 +81,7 @@ async def call_durably(
     engine = waits.engine
     scope = task_scope()
     async with waits.wait_for(context) as wait:
+        wait.workflow_tool = spec_for(component) is not None
         run_id: str | None = None
         view: GetTaskResult | None = None
         request_state = context.request_state
@@ -87,6 +89,7 @@ async def call_durably(
             with metrics.request("tools/call"), temporal_busy_as_error("tools/call"):
                 task_id = mrtr.resumed_task(request_state, scope=scope, tool_name=tool.name)
                 wait.listen(task_id, scope)
+                await wait.resuming()
                 await mrtr.answer(engine, task_id, context.input_responses, scope=scope)
         else:
             # Measured as a task's creation; the wait below is not part of it.
