@@ -5,7 +5,11 @@ The client of a durable plain call hears what the inline call would send --
 each log line -- from wherever the wait learns it (``call_waits``): a leg running
 here, or a read of the task in Temporal. Reports are coalesced to the newest one
 at most once per ``TICK_S`` (a chatty body does not flood a crowd of streams),
-the body's last report always goes before the result, and after ``keepalive_s``
+the body's last report always goes before the result, and each notification's
+progress is above the last one's (a report whose own number is not -- a step that
+moved no number, a leg run again that counts from 1 -- goes raised just above). A
+workflow tool's reports come as numbered lines from its workflow's memo: those a
+read passed over are joined into the next notification, not dropped. After ``keepalive_s``
 without a notification comes one that says what the task does and for how long,
 its progress nudged up by ``KEEPALIVE_STEP`` above the last one sent (MCP: the
 progress increases with every notification), so a host that aborts a silent tool
