@@ -11,16 +11,18 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from fastmcp import Client, FastMCP
 
-from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal import TemporalTasks, workflow_tool
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.cli.main import one_line
 from fastmcp_temporal.server.embedded import shared
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
+from fastmcp_temporal.server.temporal.sandbox_errors import WorkflowSandboxError, causes
 from fastmcp_temporal.testing import shared_temporal
 from tests import forks
 from tests.processes.running import BIN, ROOT, Process
@@ -220,3 +222,24 @@ def test_the_one_line_follows_causes_to_the_innermost() -> None:
         "RuntimeError: Failed validating workflow OrderAgent (cause: OSError: no such file)"
     )
     assert one_line(ExceptionGroup("many", [failed.value])) == one_line(failed.value)
+
+
+async def test_a_server_the_sandbox_refuses_ends_with_the_same_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temporal_tasks: Callable[..., TemporalTasks]
+) -> None:
+    """A server with its worker in process fails to start with the worker's explanation
+    (the last line of the traceback a ``fastmcp run`` prints)."""
+    pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
+    (tmp_path / "refused_agent_tools.py").write_text(AGENT_TOOLS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from refused_agent_tools import OrderAgent  # type: ignore[import-not-found]
+
+    mcp = FastMCP("orders")
+    mcp.add_extension(temporal_tasks())
+    mcp.add_tool(workflow_tool(OrderAgent))
+    with pytest.raises(Exception) as refused:
+        async with Client(mcp):
+            pass
+    (explained,) = [e for e in causes(refused.value) if isinstance(e, WorkflowSandboxError)]
+    assert "refused_agent_tools imports langgraph.graph" in str(explained), explained
+    assert "LangGraphPlugin" in str(explained), explained

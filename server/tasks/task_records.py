@@ -408,8 +408,14 @@ class TaskRecords:
         on the pending activity for the whole attempt, so it is news only until then.
         """
         leg = description.raw.pending_activities[0]
-        details = await self._heartbeat_details(leg)
-        if leg.attempt > 1 and leg.HasField("last_failure") and not _reported_in(leg, details):
+        retried = leg.attempt > 1 and leg.HasField("last_failure")
+        try:
+            details = await self._heartbeat_details(leg)
+        except PayloadDecryptionError:
+            if not retried:
+                raise
+            details = None  # e.g. a worker without the key: the failure says so
+        if retried and not _reported_in(leg, details):
             # Decoded: with encryption the message sits in encrypted attributes.
             try:
                 failure = await self.client.data_converter.decode_failure(leg.last_failure)
