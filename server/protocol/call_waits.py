@@ -21,7 +21,9 @@ and what it costs Temporal does not grow with how many calls wait:
   second, and in a crowd each is read less often.
 - **What its client hears**: the newest report at most once per ``TICK_S``,
   the last one before the result, a keepalive through silence, every log line
-  (``call_progress``; ``TICK_S``, the wait's one timing constant, is there).
+  (``call_progress``; ``TICK_S``, the wait's one timing constant, is there). A
+  workflow tool's last lines are in its workflow's memo, not in the task's end:
+  the call reads them once more before it answers.
 
 **Drain** (``drain``): a front end being stopped takes no new waiting call
 (``-32002``, retryable), lets those that wait end within a grace period, then
@@ -50,6 +52,7 @@ from fastmcp_temporal.server.protocol.call_progress import TICK_S, CallProgress
 from fastmcp_temporal.server.protocol.idempotency import requested_key
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.server.tasks.task_records import LegStatus
 from fastmcp_temporal.server.tasks.task_watch import ended, watch
 
 logger = logging.getLogger(__name__)
@@ -303,28 +306,24 @@ class CallWait:
     async def resuming(self) -> None:
         """This request answers the call's previous round (MRTR): the lines its workflow
         tool reported until then went to that round's request, not again to this one."""
-        if not self.workflow_tool:
-            return
-        assert self.task_id is not None
-        try:
-            body = await self._engine.body_progress(self.task_id, self._scope)
-        except (RPCError, PayloadDecryptionError) as err:
-            logger.debug("Reading the lines of task %s failed: %s", self.task_id, err)
-            return
-        if body is not None:
+        if self.workflow_tool and (body := await self._body()) is not None:
             self.relay.heard_before(body.report, body.lines)
 
     async def _body_last_word(self) -> None:
         """A workflow tool's lines the reads passed over, its last one included: the task's
         end does not carry them, its workflow's memo does (one ``describe``)."""
+        if (body := await self._body()) is not None:
+            await self.relay.heard(body.report, lines=body.lines)
+
+    async def _body(self) -> LegStatus | None:
+        """What the workflow tool's workflow last reported; ``None`` if Temporal will not say
+        (the call's answer matters more than its last line)."""
         assert self.task_id is not None
         try:
-            body = await self._engine.body_progress(self.task_id, self._scope)
-        except (RPCError, PayloadDecryptionError) as err:  # the answer matters more
-            logger.debug("Reading the last report of task %s failed: %s", self.task_id, err)
-            return
-        if body is not None:
-            await self.relay.heard(body.report, lines=body.lines)
+            return await self._engine.body_progress(self.task_id, self._scope)
+        except (RPCError, PayloadDecryptionError) as err:
+            logger.debug("Reading the lines of task %s failed: %s", self.task_id, err)
+            return None
 
     # -- what it hears ---------------------------------------------------------
 
