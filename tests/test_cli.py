@@ -16,13 +16,19 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client, FastMCP
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
 
 from fastmcp_temporal import TemporalTasks, workflow_tool
 from fastmcp_temporal.client import call_tool_task
 from fastmcp_temporal.server.cli.main import one_line
 from fastmcp_temporal.server.embedded import shared
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
-from fastmcp_temporal.server.temporal.sandbox_errors import WorkflowSandboxError, causes
+from fastmcp_temporal.server.temporal.sandbox_errors import (
+    WorkflowSandboxError,
+    causes,
+    explain,
+)
 from fastmcp_temporal.testing import shared_temporal
 from tests import forks
 from tests.processes.running import BIN, ROOT, Process
@@ -243,3 +249,39 @@ async def test_a_server_the_sandbox_refuses_ends_with_the_same_sentence(
     (explained,) = [e for e in causes(refused.value) if isinstance(e, WorkflowSandboxError)]
     assert "refused_agent_tools imports langgraph.graph" in str(explained), explained
     assert "LangGraphPlugin" in str(explained), explained
+
+
+CLOCKED_TOOLS = """
+import datetime
+
+from temporalio import workflow
+
+STARTED = datetime.datetime.now()
+
+
+@workflow.defn
+class Clocked:
+    @workflow.run
+    async def run(self) -> str:
+        return str(STARTED)
+"""
+
+
+async def test_a_workflow_module_that_reads_the_clock_at_import_is_told_where_instead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temporal_client: TemporalClient
+) -> None:
+    """The restriction in the workflow's own module: nothing to pass through, so the
+    sentence says what it reached and where it belongs instead."""
+    (tmp_path / "clocked_tools.py").write_text(CLOCKED_TOOLS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from clocked_tools import Clocked  # type: ignore[import-not-found]
+
+    with pytest.raises(RuntimeError) as refused:
+        Worker(temporal_client, task_queue="clocked", workflows=[Clocked])
+    explained = explain(refused.value)
+    assert explained is not None
+    assert str(explained) == (
+        "Failed validating workflow Clocked: clocked_tools uses datetime.datetime.now while it "
+        "is imported, which Temporal's workflow sandbox restricts: do it in an activity, or at "
+        "run time through workflow.* (workflow.now(), workflow.random())"
+    )
