@@ -131,6 +131,9 @@ class LegProgress:
         self._total: float | None = None
         self._message: str | None = None
         self._message_at: datetime | None = None
+        #: Which attempt of the leg reports: a retry's own reports outrank the failure
+        #: Temporal keeps on the pending activity while it runs (``task_records``).
+        self._attempt = activity.info().attempt if heartbeats else None
 
     @property
     def current(self) -> int | None:
@@ -156,6 +159,7 @@ class LegProgress:
             "total": self._total,
             "message": self._message,
             "message_at": self._message_at.isoformat() if self._message_at else None,
+            "attempt": self._attempt,
         }
 
     def _set_message(self, message: str | None) -> None:

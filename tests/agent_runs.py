@@ -28,9 +28,11 @@ from temporalio.worker import Replayer
 from examples.agents.triage import TICKET
 from fastmcp_temporal import McpTasksPlugin
 from fastmcp_temporal.server.core.codec import task_data_converter
+from fastmcp_temporal.server.protocol.call_progress import LINE_JOIN
 from fastmcp_temporal.workflows.models import BODY_PROGRESS_MEMO
 from tests.histories.paths import TEST_ENCRYPTION_KEY
 from tests.histories.replay import HISTORIES
+from tests.plain_calls import progress_sink
 from tests.ports import run_server_async
 from tests.remote_harness import history_text
 from tests.test_sync_calls import PlainClient, workflows
@@ -58,6 +60,9 @@ class AgentRun:
     """A finished plain call of an agent tool, and the histories it left."""
 
     result: dict[str, Any] | None
+    #: Each line the call's ``notifications/progress`` carried, in order (several may
+    #: share one: they are coalesced, joined by ``LINE_JOIN``).
+    heard: list[str]
     task: WorkflowHistory
     body: WorkflowHistory
     #: Each history as JSON with every payload's bytes decoded (what an operator can read).
@@ -69,15 +74,17 @@ async def call_plainly(
     server: FastMCP, tool: str, temporal_client: TemporalClient, task_queue: str
 ) -> AgentRun:
     """``tools/call`` of ``tool`` on ``server`` over HTTP, as a host makes it."""
+    seen, on_progress = progress_sink()
     async with (
         run_server_async(server) as url,
-        PlainClient(url, elicitation_handler=approve) as client,  # type: ignore[arg-type]
+        PlainClient(url, elicitation_handler=approve, progress_handler=on_progress) as client,  # type: ignore[arg-type]
     ):
         result = await client.call_tool(tool, {"ticket": TICKET})
     (workflow_id,) = [w for w in await _both(temporal_client, task_queue) if w.endswith("-body")]
     task_id = workflow_id.removesuffix("-body")
     return AgentRun(
         result=result.structured_content,
+        heard=[line for _, _, message in seen for line in (message or "").split(LINE_JOIN)],
         task=await temporal_client.get_workflow_handle(task_id).fetch_history(),
         body=await temporal_client.get_workflow_handle(workflow_id).fetch_history(),
         task_text=await history_text(temporal_client, task_id),

@@ -114,3 +114,33 @@ async def test_cancelling_the_task_stops_the_agent_between_steps(
         cancelled = [tmp_path / "openai-cancelled", tmp_path / "langgraph-cancelled"]
         await eventually(lambda: all(marker.exists() for marker in cancelled))
     assert [turn for _, turn in model_calls(tmp_path)] == [1, 1], "no model turn after the cancel"
+
+
+async def test_each_examples_model_answers_the_turn_the_conversation_is_at() -> None:
+    """What a worker that takes over has: a model of its own process, never asked before,
+    and the conversation so far. Each example's scripted model, new, answers the second
+    turn from that alone (a model counting turns in memory would answer the first)."""
+    pytest.importorskip("pydantic_ai", reason="needs the agents extra")
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from pydantic_ai import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+
+    from examples.agents import langgraph_agent, openai_agent
+    from examples.pydantic_ai_agent.agent import scripted_model
+
+    tool_output = {"type": "function_call_output", "call_id": "c1", "output": "enterprise"}
+    turn = await openai_agent.ScriptedModel().get_response(None, [tool_output])
+    assert turn.output[0].type == "message"
+    assert turn.output[0].content[0].text == VERDICT  # type: ignore[union-attr]
+
+    asked = AIMessage("", tool_calls=[{"name": "customer_plan", "args": {}, "id": "call-1"}])
+    conversation = [HumanMessage("ticket"), asked, ToolMessage("enterprise", tool_call_id="call-1")]
+    update = await langgraph_agent.call_model({"messages": conversation})
+    assert update["messages"][0].content == VERDICT
+
+    messages = [
+        ModelRequest.user_text_prompt("ticket"),
+        ModelResponse(parts=[ToolCallPart("customer_plan", {"email": "ada@example.com"})]),
+        ModelRequest(parts=[ToolReturnPart("customer_plan", "enterprise")]),
+    ]
+    answer = scripted_model(messages, None)  # type: ignore[arg-type]
+    assert answer.parts == [TextPart(VERDICT)]

@@ -61,11 +61,9 @@ async def test_the_graph_answers_a_hosts_plain_call_durably_and_sealed(
 
     assert run.result == {"ticket": TICKET, "verdict": VERDICT, "approved": True}
     assert activities(run.body) == ["triage.model", "triage.tools", "triage.model"]
-    assert await progress_lines(client, run.body) == [
-        "model turn 1",
-        "tool call: customer_plan",
-        "model turn 2",
-    ]
+    steps = ["model turn 1", "tool call: customer_plan", "model turn 2"]
+    assert await progress_lines(client, run.body) == steps
+    assert run.heard == steps, "each step line reached the host's call, the last one too"
     # The prompt, the tool's answer and the verdict are sealed in both histories.
     for text in (run.task_text, run.body_text):
         assert "login broken" not in text and "ada@example.com" not in text

@@ -8,6 +8,7 @@ marker naming its task; it finishes once the test writes ``release``).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -26,6 +27,8 @@ from fastmcp_temporal.server.core.codec import KEY_ENV
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
 from fastmcp_temporal.server.tasks.starter import ToolOptions
 from tests.helpers import eventually, front_end
+from tests.plain_calls import PlainClient, progress_sink
+from tests.ports import run_server_async
 from tests.processes.crash_server import mcp as crash_server
 from tests.processes.remote_workflows import PATIENT_HEARTBEAT_S
 from tests.processes.running import BIN, ROOT, Process
@@ -277,3 +280,59 @@ async def given_back(temporal_client: TemporalClient, tasks: list[ToolTask]) -> 
             elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
                 count += event.activity_task_started_event_attributes.attempt - 1
     return count
+
+
+def reporter(runs: Path, run: int) -> str:
+    """The pid in the marker of the ``run``-th run (``run-<pid>-<id>``), oldest first."""
+    markers = sorted(runs.glob("run-*"), key=lambda marker: marker.stat().st_mtime_ns)
+    return markers[run - 1].name.split("-")[1]
+
+
+async def test_a_rerun_after_a_lost_worker_reports_to_tasks_get_and_a_waiting_call(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> None:
+    """``kill -9`` mid-leg: once the leg runs again, its own reports reach ``tasks/get``
+    and a waiting plain call, each a notification as before the loss. "Retrying (attempt
+    2): ..." is news until the new attempt reports, not for the whole attempt (Temporal
+    keeps the last failure on the pending activity for as long as it runs)."""
+    plain_runs, task_runs = tmp_path / "plain", tmp_path / "task"
+    for runs in (plain_runs, task_runs):
+        runs.mkdir()
+    seen, on_progress = progress_sink()
+    front = front_end(temporal_client, task_queue, crash_server)
+    async with (
+        fleet(temporal_server.address, task_queue, tmp_path) as workers,
+        run_server_async(front) as url,
+        PlainClient(url, progress_handler=on_progress) as plain,  # type: ignore[arg-type]
+        Client(url) as client,
+    ):
+        lost = await workers.start()
+        waiting = asyncio.create_task(
+            plain.call_tool("report_until_released", {"marker_dir": str(plain_runs)})
+        )
+        task = await call_tool_task(client, "report_until_released", {"marker_dir": str(task_runs)})
+        await eventually(lambda: len(runs_of(plain_runs)) == len(runs_of(task_runs)) == 1, 90)
+        first = reporter(plain_runs, 1)
+        await eventually(lambda: any(f"{first}: report" in (m or "") for _, _, m in seen), 60)
+        await workers.start()
+        lost.signal(signal.SIGKILL)
+        await eventually(lambda: len(runs_of(plain_runs)) == len(runs_of(task_runs)) == 2, 90)
+        rerun, rerun_began = reporter(plain_runs, 2), len(seen)
+        await eventually(lambda: any(f"{rerun}: report" in (m or "") for _, _, m in seen), 30)
+        status = ""
+        for _ in range(300):
+            status = (await task.status()).status_message or ""
+            if status.startswith(f"{reporter(task_runs, 2)}: report"):
+                break
+            await asyncio.sleep(0.1)
+        assert status.startswith(f"{reporter(task_runs, 2)}: report"), status
+        await asyncio.sleep(3)  # three seconds of the rerun: about one notification a second
+        rerun_notifications = len(seen) - rerun_began
+        for runs in (plain_runs, task_runs):
+            (runs / "release").write_text("")
+        result = await waiting
+        assert (await task.wait(timeout=60)).status == "completed"
+    assert result.data == f"finished in {rerun}"
+    assert all(a[0] < b[0] for a, b in itertools.pairwise(seen)), "the progress only increases"
+    assert rerun_notifications >= 2, seen[rerun_began:]
+    print(f"notifications relayed in the rerun's first ~3 s: {rerun_notifications}")

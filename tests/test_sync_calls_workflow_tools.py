@@ -10,6 +10,7 @@ tool still answers ``-32021``, and with the switch off so does the workflow tool
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,16 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks, workflow_tool
-from tests.plain_calls import MODES, PlainClient, count_workflows, progress_sink
+from fastmcp_temporal.server.protocol.call_progress import LINE_JOIN
+from tests.plain_calls import MODES, PlainClient, Progress, count_workflows, progress_sink
 from tests.ports import run_server_async
-from tests.processes.agent_workflows import GreeterAgent, Stepper, logged_step
+from tests.processes.agent_workflows import (
+    GreeterAgent,
+    StepLines,
+    Stepper,
+    logged_step,
+    model_turn,
+)
 
 BuildTasks = Callable[..., TemporalTasks]
 
@@ -33,6 +41,7 @@ def build(extension: TemporalTasks) -> FastMCP:
     mcp.add_extension(extension)
     mcp.add_tool(workflow_tool(GreeterAgent, activities=[logged_step]))
     mcp.add_tool(workflow_tool(Stepper))
+    mcp.add_tool(workflow_tool(StepLines, activities=[model_turn]))
 
     @mcp.tool(task=TaskConfig(mode="required"))
     async def only_task() -> str:
@@ -91,6 +100,32 @@ async def test_a_workflow_tools_progress_reaches_a_plain_call(
         PlainClient(url, mode=mode, progress_handler=on_progress) as client,  # type: ignore[arg-type]
     ):
         assert (await client.call_tool("stepper", {"steps": 3})).data == "3 steps"
-    assert len(seen) >= 2, seen
-    assert set(seen) <= {(float(i), 3.0, f"step {i}") for i in (1, 2, 3)}, seen
-    assert [progress for progress, _, _ in seen] == sorted({p for p, _, _ in seen})
+    assert lines(seen) == ["step 1", "step 2", "step 3"], seen
+    assert seen[-1][0] == 3.0 and increasing(seen), seen
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_agents_step_lines_arrive_coalesced_and_the_last_before_the_result(
+    temporal_tasks: BuildTasks, mode: str
+) -> None:
+    """Three step lines milliseconds apart, two at one number, the last just before the
+    workflow returns: a read once a second passes most of them over, and the task's end
+    does not carry a workflow tool's last report. Each reaches the call all the same, in
+    order, several to a notification (joined by " · "), the last one before the result."""
+    seen, on_progress = progress_sink()
+    async with (
+        run_server_async(build(temporal_tasks())) as url,
+        PlainClient(url, mode=mode, progress_handler=on_progress) as client,  # type: ignore[arg-type]
+    ):
+        assert (await client.call_tool("step_lines", {})).data == "answer 3"
+    assert lines(seen) == ["model turn 1", "tool call: lookup", "model turn 2"], seen
+    assert increasing(seen), seen
+
+
+def lines(seen: Progress) -> list[str]:
+    """Each line the notifications carried, in order (a notification may carry several)."""
+    return [line for _, _, message in seen for line in (message or "").split(LINE_JOIN)]
+
+
+def increasing(seen: Progress) -> bool:
+    return all(a[0] < b[0] for a, b in itertools.pairwise(seen))

@@ -61,7 +61,9 @@ CALLER_MEMO = "mcp_caller"
 #: A workflow tool's latest progress (a ``BodyProgress``), in its own memo:
 #: ``tasks/get`` reads it with ``describe``, so progress never reaches the
 #: task workflow's history (once a signal per report, which capped a tool at
-#: ~10k reports).
+#: ~10k reports). Beside its fields: ``reported_at``, and (since the lines) ``seq``,
+#: how many reports the run made, and ``lines``, ``[seq, message]`` of the last few
+#: (``tool_helpers._ProgressBoard``), for a waiting call that missed some.
 BODY_PROGRESS_MEMO = "mcp_progress"
 #: A *local* leg's progress (a ``LocalLegProgress``): a local leg runs inside a
 #: workflow task and has no heartbeat, so it signals its own workflow, which

@@ -29,6 +29,7 @@ its docstring). All are deterministic workflow code.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +52,10 @@ from fastmcp_temporal.workflows.models import (
 _INPUT_RESPONSE: TypeAdapter[Any] = TypeAdapter(mcp_types.InputResponse)
 #: Patch id of "progress goes to this workflow's memo, not to a signal".
 PROGRESS_IN_MEMO_PATCH = "fastmcp-temporal/progress-in-memo"
+#: The memo's recent lines: how many, and how long each may be (the memo is
+#: rewritten whole on every write, so both bound what a write adds to history).
+RECENT_LINES = 8
+LINE_CHARS = 200
 
 
 class _Inbox:
@@ -135,6 +140,14 @@ class _ProgressBoard:
     workflow next yields, so every report made until then is folded into it.
     A report made after that write, in the same workflow task, waits for the
     next workflow task that reports.
+
+    Beside the latest report the memo carries the last ``RECENT_LINES`` lines,
+    numbered by how many reports came before (``seq``): a reader that missed a
+    write (a waiting call reads at most once a second) still relays every line
+    since the one it saw last, coalesced into one notification. When to write
+    is decided by the latest report alone, as before the lines existed: the
+    lines change what a write holds, never which writes happen (the replay gate
+    compares commands, not their arguments).
     """
 
     def __init__(self) -> None:
@@ -142,9 +155,14 @@ class _ProgressBoard:
         self.written: BodyProgress | None = None
         self.written_in: int | None = None
         self.write_scheduled = False
+        self.reports = 0
+        self.recent: deque[tuple[int, str]] = deque(maxlen=RECENT_LINES)
 
     def publish(self, report: BodyProgress) -> None:
         self.latest = report
+        self.reports += 1
+        if not self.recent or self.recent[-1][1] != report.message[:LINE_CHARS]:
+            self.recent.append((self.reports, report.message[:LINE_CHARS]))
         if not self.write_scheduled:
             self.write_scheduled = True
             asyncio.get_running_loop().call_soon(self._write)
@@ -158,6 +176,8 @@ class _ProgressBoard:
         published = {
             **self.latest.model_dump(mode="json"),
             "reported_at": workflow.now().isoformat(),
+            "seq": self.reports,
+            "lines": [list(line) for line in self.recent],
         }
         workflow.upsert_memo({BODY_PROGRESS_MEMO: published})
         self.written, self.written_in = self.latest, workflow_task

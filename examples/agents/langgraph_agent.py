@@ -28,6 +28,7 @@ from temporalio.langgraph import graph
 from examples.agents.triage import CUSTOMER, Triage, approve, customer_plan_of
 from fastmcp_temporal.workflows import report_progress
 
+# --8<-- [start:model]
 #: The model's answers, turn by turn: look the customer up, then the verdict.
 SCRIPT = [
     AIMessage(
@@ -48,6 +49,9 @@ async def call_model(state: MessagesState) -> dict[str, Any]:
     return {"messages": [await model.ainvoke(messages)]}
 
 
+# --8<-- [end:model]
+
+
 async def call_tools(state: MessagesState) -> dict[str, Any]:
     """The tool calls of the model's last turn (here a CRM lookup)."""
     last = convert_to_messages(state["messages"])[-1]
@@ -60,10 +64,15 @@ async def call_tools(state: MessagesState) -> dict[str, Any]:
     }
 
 
+# --8<-- [start:router]
 async def next_step(state: MessagesState) -> str:
-    """Runs in the workflow: async, since LangGraph runs a sync function on a thread."""
+    """``langgraph.prebuilt.tools_condition``, async: a router runs in the workflow, and
+    LangGraph runs a sync one on a thread, which a workflow refuses."""
     last = convert_to_messages(state["messages"])[-1]
     return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+
+# --8<-- [end:router]
 
 
 # --8<-- [start:graph]

@@ -35,6 +35,7 @@ async def customer_plan(email: str) -> str:
     return customer_plan_of(email)
 
 
+# --8<-- [start:model]
 class ScriptedModel(TestModel):
     """First turn: look the customer up (a tool call); second turn: the verdict.
 
@@ -62,6 +63,9 @@ def scripted_turn(conversation: str | list[Any]) -> ModelResponse:
     if not outputs:
         return ResponseBuilders.tool_call(json.dumps({"email": CUSTOMER}), "customer_plan")
     return ResponseBuilders.output_message(f"escalate: {outputs[0]} customer")
+
+
+# --8<-- [end:model]
 
 
 # --8<-- [start:agent]

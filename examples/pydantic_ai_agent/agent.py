@@ -30,6 +30,7 @@ class Triage(BaseModel):
     approved: bool
 
 
+# --8<-- [start:model]
 def scripted_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """First turn: look the customer up (a tool call); second turn: the verdict."""
     tool_returns = [
@@ -41,6 +42,9 @@ def scripted_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
     if not tool_returns:
         return ModelResponse(parts=[ToolCallPart("customer_plan", {"email": "ada@example.com"})])
     return ModelResponse(parts=[TextPart(f"escalate: {tool_returns[0]} customer")])
+
+
+# --8<-- [end:model]
 
 
 # --8<-- [start:agent]

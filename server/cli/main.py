@@ -21,10 +21,17 @@ from fastmcp_temporal.server.cli import codec_server, operations, worker
 from fastmcp_temporal.server.core.settings import SettingsError, load_settings
 from fastmcp_temporal.server.embedded.shared import NoEmbeddedServer
 from fastmcp_temporal.server.temporal.connection import TemporalUnreachable, exit_now
+from fastmcp_temporal.server.temporal.sandbox_errors import WorkflowSandboxError, causes
 
 Handler = Callable[[argparse.Namespace], int]
 #: Errors whose message says it all (no type name in front).
-_SELF_EXPLAINING = (NoEmbeddedServer, TemporalUnreachable, ApplicationError, ValueError)
+_SELF_EXPLAINING = (
+    NoEmbeddedServer,
+    TemporalUnreachable,
+    WorkflowSandboxError,
+    ApplicationError,
+    ValueError,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,11 +68,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def one_line(err: BaseException) -> str:
-    """The innermost cause, as one line: an exception group's first leaf, its message."""
-    while isinstance(err, BaseExceptionGroup) and err.exceptions:
-        err = err.exceptions[0]
-    text = " ".join(str(err).split()) or type(err).__name__
-    return text if isinstance(err, _SELF_EXPLAINING) else f"{type(err).__name__}: {text}"
+    """What went wrong, as one line: the error and its innermost cause.
+
+    An exception group stands for its first leaf. The cause is followed through
+    ``__cause__`` and the context it was raised in (not a context its author
+    suppressed with ``from None``), so ``RuntimeError: Failed validating workflow
+    X`` is printed with what failed inside it. An error of ours whose message
+    already says it all (``_SELF_EXPLAINING``) ends the walk: it was written with
+    its cause in mind.
+    """
+    chain = list(causes(err))
+    for link in chain:
+        if isinstance(link, _SELF_EXPLAINING):
+            return _text(link)
+    outer, innermost = chain[0], chain[-1]
+    described = f"{type(outer).__name__}: {_text(outer)}"
+    if innermost is outer:
+        return described
+    return f"{described} (cause: {type(innermost).__name__}: {_text(innermost)})"
+
+
+def _text(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def _debugging() -> bool:

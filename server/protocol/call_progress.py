@@ -5,7 +5,11 @@ The client of a durable plain call hears what the inline call would send --
 each log line -- from wherever the wait learns it (``call_waits``): a leg running
 here, or a read of the task in Temporal. Reports are coalesced to the newest one
 at most once per ``TICK_S`` (a chatty body does not flood a crowd of streams),
-the body's last report always goes before the result, and after ``keepalive_s``
+the body's last report always goes before the result, and each notification's
+progress is above the last one's (a report whose own number is not -- a step that
+moved no number, a leg run again that counts from 1 -- goes raised just above). A
+workflow tool's reports come as numbered lines from its workflow's memo: those a
+read passed over are joined into the next notification, not dropped. After ``keepalive_s``
 without a notification comes one that says what the task does and for how long,
 its progress nudged up by ``KEEPALIVE_STEP`` above the last one sent (MCP: the
 progress increases with every notification), so a host that aborts a silent tool
@@ -25,7 +29,7 @@ import contextlib
 import contextvars
 import logging
 import math
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from fastmcp.server.context import Context
@@ -38,8 +42,11 @@ logger = logging.getLogger(__name__)
 #: Between two reads of one call, two progress notifications to it, and two tries
 #: after Temporal failed a read (see the module docstring).
 TICK_S = 1.0
-#: How much a keepalive adds to the progress last sent.
+#: How much a keepalive adds to the progress last sent (and a report whose own is not above it).
 KEEPALIVE_STEP = 0.001
+#: A workflow tool's lines in one notification, at most, and what joins them.
+JOINED_LINES = 5
+LINE_JOIN = " · "
 
 
 def progress_token(context: Context) -> str | int | None:
@@ -66,23 +73,53 @@ class CallProgress:
         self._silence_s = max(keepalive_s - 2 * TICK_S, TICK_S)
         self._began = began
         self._lock = asyncio.Lock()
+        #: The last notification, as sent (its progress raised above the one before).
         self._sent: ProgressReport | None = None
         self._sent_at = -math.inf
+        #: The body's last report, as heard: a read that finds it again is no news.
+        self._heard: ProgressReport | None = None
+        #: Heard, not sent yet; with ``_lines``, its message is theirs, coalesced.
         self._pending: ProgressReport | None = None
+        #: A workflow tool's lines not sent yet, oldest first (``_coalesced``).
+        self._lines: list[str] = []
+        #: The number of the newest line heard (a workflow tool's lines are numbered).
+        self._line_seq = 0
         #: What the task does, in words: its body's last message, or what a read said.
         self._doing: str | None = None
         self._ticking: asyncio.Task[None] | None = None
         self._closed = False
 
-    async def heard(self, report: ProgressReport | None, *, status: str | None = None) -> None:
-        """A report of the body (or what a read of the task said, ``status``)."""
-        if report is not None and report.message:
+    async def heard(
+        self,
+        report: ProgressReport | None,
+        *,
+        status: str | None = None,
+        lines: Sequence[tuple[int, str]] | None = None,
+    ) -> None:
+        """A report of the body (or what a read of the task said, ``status``).
+
+        ``lines``: a workflow tool's last few lines, ``(seq, message)``; those not
+        heard yet are relayed, coalesced into the next notification, so a step a read
+        passed over is not lost. A report whose progress is not above the last one
+        sent (a step that moved no number, a retried body that counts again) still
+        goes, its progress raised just above (MCP: it increases with each one).
+        """
+        fresh = self._fresh(lines) if lines is not None else []
+        if fresh:
+            self._doing = fresh[-1]
+        elif report is not None and report.message:
             self._doing = report.message
         elif status:
             self._doing = status
-        if report is not None and self._wanted and self._is_new(report):
-            self._pending = report
-            await self.tick(asyncio.get_running_loop().time(), keepalive=False)
+        if not self._wanted:
+            return
+        if fresh:
+            self._lines = [*self._lines, *fresh]
+        elif report is None or report == self._heard:
+            return
+        self._heard = report
+        self._pending = self._coalesced(report)
+        await self.tick(asyncio.get_running_loop().time(), keepalive=False)
 
     async def line(self, line: LogLine) -> None:
         async with self._lock:
@@ -122,44 +159,81 @@ class CallProgress:
     async def finish(self, final: ProgressReport | None) -> None:
         """Before the result: the body's last report (the task's end carries it), or the
         newest one not sent yet -- whatever the last notification was."""
-        last = final if final is not None and self._is_new(final) else self._pending
-        if self._wanted and last is not None and self._is_new(last):
-            await self._send(last, asyncio.get_running_loop().time())
+        if final is not None and final != self._heard:
+            self._heard = final
+            self._pending = self._coalesced(final)
+        if self._wanted and self._pending is not None:
+            await self._send(self._pending, asyncio.get_running_loop().time())
 
-    def _is_new(self, report: ProgressReport) -> bool:
-        return self._sent is None or report.progress > self._sent.progress
+    def heard_before(
+        self, report: ProgressReport | None, lines: Sequence[tuple[int, str]] | None
+    ) -> None:
+        """``report`` and ``lines`` went to the client on an earlier request of this call
+        (an MRTR round): not again."""
+        self._heard = report
+        self._fresh(lines or ())
+
+    def _fresh(self, lines: Sequence[tuple[int, str]]) -> list[str]:
+        """The lines not heard yet; a new run of the tool's workflow numbers from 1 again."""
+        if not lines:
+            return []
+        newest = max(seq for seq, _ in lines)
+        if newest < self._line_seq:
+            self._line_seq = 0
+        fresh = [message for seq, message in lines if seq > self._line_seq]
+        self._line_seq = newest
+        return fresh
+
+    def _coalesced(self, report: ProgressReport | None) -> ProgressReport | None:
+        """``report``, its message the lines not sent yet (the last ``JOINED_LINES``)."""
+        if not self._lines:
+            return report
+        shown = self._lines[-JOINED_LINES:]
+        message = ("... " if len(self._lines) > len(shown) else "") + LINE_JOIN.join(shown)
+        if report is None:
+            return ProgressReport(
+                progress=self._sent.progress if self._sent else 0.0, message=message
+            )
+        return report.model_copy(update={"message": message})
 
     def _keepalive(self, now: float) -> ProgressReport:
-        sent = self._sent
-        progress, total = 0.0, None
-        if sent is not None:
-            # Up by the step, or by the least a float can (a step too small to show on
-            # a huge value would not increase it, and the keepalives would stop).
-            progress = max(
-                round(sent.progress + KEEPALIVE_STEP, 6), math.nextafter(sent.progress, math.inf)
-            )
-            # Past the total (a body that reported 10/10 and goes on): no percentage over 100.
-            total = sent.total if sent.total is not None and progress <= sent.total else None
         doing = self._doing or "The tool is running"
-        return ProgressReport(
-            progress=progress,
-            total=total,
-            message=f"{doing} ({_duration(now - self._began)} since the call began)",
+        return self._above_sent(
+            ProgressReport(
+                progress=0.0,
+                total=self._sent.total if self._sent is not None else None,
+                message=f"{doing} ({_duration(now - self._began)} since the call began)",
+            )
         )
+
+    def _above_sent(self, report: ProgressReport) -> ProgressReport:
+        """``report`` with its progress above the last one sent: as it is, or that one
+        up by ``KEEPALIVE_STEP`` (or the least a float can: a step too small to show on a
+        huge value would not increase it); past its total, without one (no percentage
+        over 100)."""
+        sent = self._sent
+        if sent is None or report.progress > sent.progress:
+            return report
+        progress = max(
+            round(sent.progress + KEEPALIVE_STEP, 6), math.nextafter(sent.progress, math.inf)
+        )
+        total = report.total if report.total is not None and progress <= report.total else None
+        return ProgressReport(progress=progress, total=total, message=report.message)
 
     async def _send(self, report: ProgressReport, now: float, *, throttled: bool = False) -> None:
         """``throttled``: not within a tick of the last one (checked once the lock is held,
         so that two ticks racing for it send one notification, not two)."""
         async with self._lock:
-            if self._closed or not self._is_new(report):
+            if self._closed:
                 return
             if throttled and now - self._sent_at < TICK_S:
                 return
-            self._sent, self._sent_at = report, now
-            if self._pending is not None and not self._is_new(self._pending):
-                self._pending = None
+            if report is self._pending:
+                self._pending, self._lines = None, []
+            sent = self._above_sent(report)
+            self._sent, self._sent_at = sent, now
             await self._in_request(
-                self._context.report_progress(report.progress, report.total, report.message)
+                self._context.report_progress(sent.progress, sent.total, sent.message)
             )
 
     async def _in_request(self, sending: Coroutine[Any, Any, None]) -> None:

@@ -21,7 +21,9 @@ and what it costs Temporal does not grow with how many calls wait:
   second, and in a crowd each is read less often.
 - **What its client hears**: the newest report at most once per ``TICK_S``,
   the last one before the result, a keepalive through silence, every log line
-  (``call_progress``; ``TICK_S``, the wait's one timing constant, is there).
+  (``call_progress``; ``TICK_S``, the wait's one timing constant, is there). A
+  workflow tool's last lines are in its workflow's memo, not in the task's end:
+  the call reads them once more before it answers.
 
 **Stuck** (``stuck_call_timeout_s``): a call whose reads have found the task's
 body failing (``tasks.stuck_bodies``) for that long without a break ends with
@@ -58,6 +60,7 @@ from fastmcp_temporal.server.protocol.live_calls import LiveCalls
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
 from fastmcp_temporal.server.tasks.engine import TaskEngine, TaskRead, workflow_id_for
 from fastmcp_temporal.server.tasks.stuck_bodies import Stuck
+from fastmcp_temporal.server.tasks.task_records import LegStatus
 from fastmcp_temporal.server.tasks.task_watch import ended, watch
 
 logger = logging.getLogger(__name__)
@@ -193,6 +196,8 @@ class CallWait:
         self._stopped: asyncio.Future[None] = loop.create_future()
         #: Since when (loop time) every read found the task's body failing.
         self._stuck_since: float | None = None
+        #: The call's tool is a workflow tool: its last lines are in its workflow's memo.
+        self.workflow_tool = False
         #: A retry of this call reattaches to its task (it carries an idempotency key).
         self._reattachable = False
         with contextlib.suppress(MCPError):  # a malformed key: the create refuses it
@@ -321,8 +326,32 @@ class CallWait:
                 run_id = None  # the window ended, or the run continued as new: the task's latest
         finally:
             self._found = None
+        if self.workflow_tool and view.final_progress is None:
+            await self._body_last_word()
         await self.relay.finish(view.final_progress)
         return view
+
+    async def resuming(self) -> None:
+        """This request answers the call's previous round (MRTR): the lines its workflow
+        tool reported until then went to that round's request, not again to this one."""
+        if self.workflow_tool and (body := await self._body()) is not None:
+            self.relay.heard_before(body.report, body.lines)
+
+    async def _body_last_word(self) -> None:
+        """A workflow tool's lines the reads passed over, its last one included: the task's
+        end does not carry them, its workflow's memo does (one ``describe``)."""
+        if (body := await self._body()) is not None:
+            await self.relay.heard(body.report, lines=body.lines)
+
+    async def _body(self) -> LegStatus | None:
+        """What the workflow tool's workflow last reported; ``None`` if Temporal will not say
+        (the call's answer matters more than its last line)."""
+        assert self.task_id is not None
+        try:
+            return await self._engine.body_progress(self.task_id, self._scope)
+        except (RPCError, PayloadDecryptionError) as err:
+            logger.debug("Reading the lines of task %s failed: %s", self.task_id, err)
+            return None
 
     # -- what it hears ---------------------------------------------------------
 
@@ -353,10 +382,12 @@ class CallWait:
             self._reading = False
             self._last_read = self._loop.time()
         task = read.task
+        if task.status in TERMINAL_STATUSES:
+            return  # a close comes with its last report
+        await self.relay.heard(read.report, status=task.status_message, lines=read.lines)
         if task.status == "input_required" and task.input_requests:
-            self._resolve(task)
-        elif task.status not in TERMINAL_STATUSES:  # a close comes with its last report
-            await self.relay.heard(read.report, status=task.status_message)
+            self._resolve(task)  # what the body said before it asked goes first
+        else:
             self._until_stuck_too_long(read)
 
     def _until_stuck_too_long(self, read: TaskRead) -> None:

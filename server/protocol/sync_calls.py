@@ -66,6 +66,7 @@ from fastmcp_temporal.server.protocol.peer_cancels import peer_cancel
 from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
+from fastmcp_temporal.server.temporal.workflow_tools import spec_for
 
 
 async def call_durably(
@@ -90,7 +91,9 @@ async def call_durably(
         else contextlib.nullcontext()
     )
     with holding:
-        return await _durably(waits, tool, params, context, _call_task_id(waits, context))
+        call_task_id = _call_task_id(waits, context)
+        workflow_tool = spec_for(component) is not None
+        return await _durably(waits, tool, params, context, call_task_id, workflow_tool)
 
 
 async def _durably(
@@ -99,10 +102,12 @@ async def _durably(
     params: mcp_types.CallToolRequestParams,
     context: Context,
     call_task_id: str | None,
+    workflow_tool: bool,
 ) -> ToolCallOutcome:
     engine = waits.engine
     scope = task_scope()
     async with waits.wait_for(context) as wait:
+        wait.workflow_tool = workflow_tool
         run_id: str | None = None
         view: GetTaskResult | None = None
         request_state = context.request_state
@@ -110,6 +115,7 @@ async def _durably(
             with metrics.request("tools/call"), temporal_busy_as_error("tools/call"):
                 task_id = mrtr.resumed_task(request_state, scope=scope, tool_name=tool.name)
                 wait.listen(task_id, scope)
+                await wait.resuming()
                 await mrtr.answer(engine, task_id, context.input_responses, scope=scope)
         else:
             # Measured as a task's creation; the wait below is not part of it.

@@ -60,7 +60,7 @@ from fastmcp_temporal.server.tasks.pending_input import (
 from fastmcp_temporal.server.tasks.quota import CallerQuota
 from fastmcp_temporal.server.tasks.starter import ToolOptions, WorkflowStarter
 from fastmcp_temporal.server.tasks.stuck_bodies import Stuck, StuckBodies
-from fastmcp_temporal.server.tasks.task_records import TaskDescription, TaskRecords
+from fastmcp_temporal.server.tasks.task_records import LegStatus, TaskDescription, TaskRecords
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     INPUT_CAPABILITIES_MEMO,
@@ -98,6 +98,8 @@ class TaskRead:
 
     task: GetTaskResult
     report: ProgressReport | None = None
+    #: A workflow tool's last few progress lines, ``(seq, message)`` (``LegStatus.lines``).
+    lines: tuple[tuple[int, str], ...] | None = None
     stuck: Stuck | None = None
 
 
@@ -318,8 +320,15 @@ class TaskEngine:
             return TaskRead(poll_interval.adapt(task), stuck=stuck)
         if body := await self.records.progress(description, health.body):
             task = GetTaskResult.from_view(view, body.message, body.changed_at)
-            return TaskRead(poll_interval.adapt(task), body.report, stuck)
+            return TaskRead(poll_interval.adapt(task), body.report, body.lines, stuck)
         return TaskRead(poll_interval.adapt(GetTaskResult.from_view(view)), stuck=stuck)
+
+    async def body_progress(self, task_id: str, scope: str | None) -> LegStatus | None:
+        """A workflow tool's last report and lines, from its workflow's memo, also once it
+        closed: the task's end does not carry them (a leg's outcome carries a function
+        tool's), so a waiting call reads them here before it answers."""
+        body_id = f"{workflow_id_for(task_id, scope, self.scope_secret)}-body"
+        return await self.records.body_progress(body_id)
 
     # -- tasks/update ---------------------------------------------------------
 

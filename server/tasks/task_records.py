@@ -22,6 +22,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from mcp.shared.exceptions import MCPError
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkflowExecutionRequest,
     DescribeWorkflowExecutionResponse,
@@ -107,6 +108,8 @@ class LegStatus:
     message: str | None
     changed_at: datetime | None
     report: ProgressReport | None = None
+    #: A workflow tool's last few lines, ``(seq, message)``: its reports are numbered.
+    lines: tuple[tuple[int, str], ...] | None = None
 
 
 def _report(progress: Any, total: Any, message: Any) -> ProgressReport | None:
@@ -118,6 +121,40 @@ def _report(progress: Any, total: Any, message: Any) -> ProgressReport | None:
         progress=progress,
         total=total if isinstance(total, numeric) and not isinstance(total, bool) else None,
         message=message if isinstance(message, str) else None,
+    )
+
+
+def _lines(lines: Any) -> tuple[tuple[int, str], ...] | None:
+    """A body memo's ``lines`` (``None`` from a workflow that predates them)."""
+    if not isinstance(lines, list):
+        return None
+    return tuple(
+        (line[0], line[1])
+        for line in lines
+        if isinstance(line, list)
+        and len(line) == 2
+        and isinstance(line[0], int)
+        and isinstance(line[1], str)
+    )
+
+
+def _reported_in(leg: PendingActivityInfo, details: dict[str, Any] | None) -> bool:
+    """Whether the leg's current attempt has reported (a message or a number).
+
+    Temporal carries an attempt's last heartbeat details into the next one, so they
+    are the current attempt's only when they say so (``attempt``); a leg of an older
+    worker, which does not, counts when its message changed after the last failure.
+    """
+    if details is None or (details.get("message") is None and details.get("progress") is None):
+        return False
+    attempt = details.get("attempt")
+    if isinstance(attempt, int):
+        return attempt == leg.attempt
+    changed_at = details.get("message_at")
+    return (
+        isinstance(changed_at, str)
+        and leg.HasField("last_attempt_complete_time")
+        and datetime.fromisoformat(changed_at) > _utc(leg.last_attempt_complete_time)
     )
 
 
@@ -342,6 +379,13 @@ class TaskRecords:
             return None  # no body, or it ended between the two reads
         return await self._body_progress(body)
 
+    async def body_progress(self, workflow_id: str, run_id: str = "") -> LegStatus | None:
+        """What a workflow tool's workflow last reported, from its memo (open or closed)."""
+        raw = await describe_raw(self.client, workflow_id, run_id, timeout=self.query_timeout)
+        if raw is None:
+            return None  # it ended between the two reads, or never started
+        return await self._body_progress(raw)
+
     async def _body_progress(self, body: DescribeWorkflowExecutionResponse) -> LegStatus | None:
         fields = body.workflow_execution_info.memo.fields
         if BODY_PROGRESS_MEMO not in fields:
@@ -354,12 +398,25 @@ class TaskRecords:
             message if isinstance(message, str) else None,
             datetime.fromisoformat(reported_at) if isinstance(reported_at, str) else None,
             _report(progress.get("progress"), progress.get("total"), message),
+            _lines(progress.get("lines")),
         )
 
     async def _leg_progress(self, description: TaskDescription) -> LegStatus | None:
-        """The running leg's latest progress message, from its heartbeat details."""
+        """The running leg's latest progress message, from its heartbeat details.
+
+        A leg run again after a failure (a lost worker, a raised error) says "Retrying
+        (attempt N): <why>" until that attempt reports: Temporal keeps the last failure
+        on the pending activity for the whole attempt, so it is news only until then.
+        """
         leg = description.raw.pending_activities[0]
-        if leg.attempt > 1 and leg.HasField("last_failure"):
+        retried = leg.attempt > 1 and leg.HasField("last_failure")
+        try:
+            details = await self._heartbeat_details(leg)
+        except PayloadDecryptionError:
+            if not retried:
+                raise
+            details = None  # e.g. a worker without the key: the failure says so
+        if retried and not _reported_in(leg, details):
             # Decoded: with encryption the message sits in encrypted attributes.
             try:
                 failure = await self.client.data_converter.decode_failure(leg.last_failure)
@@ -372,12 +429,7 @@ class TaskRecords:
                 else None
             )
             return LegStatus(f"Retrying (attempt {leg.attempt}): {reason}", failed_at)
-        if not leg.heartbeat_details.payloads:
-            return None
-        (details,) = await self.client.data_converter.decode(
-            list(leg.heartbeat_details.payloads)[:1], [dict]
-        )
-        if not isinstance(details, dict):
+        if details is None:
             return None
         message = details.get("message")
         changed_at = details.get("message_at")  # absent from legs of older workers
@@ -386,6 +438,14 @@ class TaskRecords:
             datetime.fromisoformat(changed_at) if isinstance(changed_at, str) else None,
             _report(details.get("progress"), details.get("total"), message),
         )
+
+    async def _heartbeat_details(self, leg: PendingActivityInfo) -> dict[str, Any] | None:
+        if not leg.heartbeat_details.payloads:
+            return None
+        (details,) = await self.client.data_converter.decode(
+            list(leg.heartbeat_details.payloads)[:1], [dict]
+        )
+        return details if isinstance(details, dict) else None
 
     def unless_expired(self, task_id: str, result: GetTaskResult) -> GetTaskResult:
         """A finished task past its TTL no longer exists for clients.

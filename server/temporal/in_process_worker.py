@@ -32,6 +32,7 @@ from fastmcp_temporal.server.temporal.previous_queue import (
     serving_previous_queue,
 )
 from fastmcp_temporal.server.temporal.remote_plugin import RemoteMcpPlugin
+from fastmcp_temporal.server.temporal.sandbox_errors import explain
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.server.temporal.workflow_tools import workflow_tool_parts
 
@@ -118,7 +119,13 @@ class InProcessWorkers:
         if self._remote_servers:
             plugins.append(RemoteMcpPlugin(self._remote_servers))
         plugins.extend(self._plugins)
-        return Worker(self._client, task_queue=queue, plugins=plugins, **self._options)
+        try:
+            return Worker(self._client, task_queue=queue, plugins=plugins, **self._options)
+        except RuntimeError as err:
+            # "Failed validating workflow X" hides which import the sandbox refused.
+            if (explained := explain(err)) is not None:
+                raise explained from err
+            raise
 
     @contextlib.asynccontextmanager
     async def serving_previous_queue(self, task_queue: str, data_dir: Path) -> AsyncIterator[None]:

@@ -101,3 +101,25 @@ class Stepper:
             await report_progress(f"step {step}", progress=step, total=steps)
             await workflow.sleep(timedelta(seconds=2))
         return f"{steps} steps"
+
+
+@activity.defn
+async def model_turn(turn: int) -> str:
+    """A scripted model's turn: a few milliseconds."""
+    return f"answer {turn}"
+
+
+@workflow.defn
+class StepLines:
+    """An agent's step lines as the agents guide writes them: a model turn, a tool call
+    at the same number, a second turn, then the answer at once; each step an activity."""
+
+    @workflow.run
+    async def run(self) -> str:
+        options = {"start_to_close_timeout": timedelta(seconds=30)}
+        await report_progress("model turn 1", progress=1)
+        await workflow.execute_activity(model_turn, 1, **options)  # type: ignore[call-overload]
+        await report_progress("tool call: lookup", progress=1)
+        await workflow.execute_activity(model_turn, 2, **options)  # type: ignore[call-overload]
+        await report_progress("model turn 2", progress=2)
+        return await workflow.execute_activity(model_turn, 3, **options)  # type: ignore[call-overload]

@@ -27,3 +27,17 @@ async def record_and_wait(marker_dir: str, ctx: Context) -> str:
         await asyncio.sleep(0.05)
     (runs / f"done-{run}").write_text(ctx.task_id or "")
     return f"finished in {os.getpid()}"
+
+
+@mcp.tool(task=True)
+async def report_until_released(marker_dir: str, ctx: Context) -> str:
+    """``record_and_wait`` that reports every 0.3 s, each report naming its process."""
+    runs, run = Path(marker_dir), f"{os.getpid()}-{uuid.uuid4().hex}"
+    (runs / f"run-{run}").write_text(ctx.task_id or "")
+    report = 0
+    while not (runs / "release").exists():
+        report += 1
+        await ctx.report_progress(report, None, f"{os.getpid()}: report {report}")
+        await asyncio.sleep(0.3)
+    (runs / f"done-{run}").write_text(ctx.task_id or "")
+    return f"finished in {os.getpid()}"
