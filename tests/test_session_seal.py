@@ -24,6 +24,7 @@ import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from fastmcp.server.auth import AccessToken
 
+from fastmcp_temporal.server.core.scope import principal_scope
 from fastmcp_temporal.server.protocol.session_seal import (
     MAX_ID_CHARS,
     MAX_OPENING_BYTES,
@@ -58,13 +59,16 @@ def deployment_key(secret: str = SECRET) -> bytes:
     return hmac.new(secret.encode(), b"fastmcp-temporal/mcp-session/v2", hashlib.sha256).digest()
 
 
-def legacy_id(params: dict[str, Any], issued: float, secret: str = SECRET) -> str:
-    """An ``s2.`` id as the previous release sealed it (anonymous caller)."""
+def legacy_id(
+    params: dict[str, Any], issued: float, secret: str = SECRET, user: str | None = None
+) -> str:
+    """An ``s2.`` id as the previous release sealed it, for ``user`` (else anonymous)."""
     key = deployment_key(secret)
+    bound_to = b"anonymous" if user is None else principal_scope(caller(user)).encode()
     session = {"params": params, "version": PROTOCOL, "issued": issued}
     plain = zlib.compress(json.dumps(session, separators=(",", ":")).encode())
     nonce = os.urandom(12)
-    sealed = nonce + AESGCM(key).encrypt(nonce, plain, b"anonymous")
+    sealed = nonce + AESGCM(key).encrypt(nonce, plain, bound_to)
     return "s2." + base64.urlsafe_b64encode(sealed).rstrip(b"=").decode()
 
 
