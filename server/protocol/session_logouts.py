@@ -38,7 +38,6 @@ from datetime import UTC, datetime, timedelta
 
 from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +73,8 @@ class SharedLogouts:
         self._hear = hear
         self._clock = clock
         self._queue: asyncio.Queue[tuple[bytes, float]] | None = None
+        self._telling = _Trouble("tell other front ends of session logouts")
+        self._reading = _Trouble("read other front ends' session logouts")
 
     def publish(self, nonce: bytes, expires: float) -> None:
         """Tell the others (in the background) that the id ``nonce`` names is logged out."""
@@ -131,9 +132,10 @@ class SharedLogouts:
             )
         except WorkflowAlreadyStartedError:
             pass  # told by another front end (or twice here)
-        except RPCError as err:
-            logger.warning("fastmcp-temporal: could not tell a session logout yet: %s", err)
+        except Exception as err:  # Temporal away, or refusing: try again, never stop telling
+            self._telling.failed(err)
             return False
+        self._telling.worked()
         return True
 
     async def _listen(self, client: Client) -> None:
@@ -148,9 +150,11 @@ class SharedLogouts:
                 query += f" AND StartTime >= '{moment.isoformat()}'"
             try:
                 await self._read(client, query)
+            except Exception as err:  # Temporal away, or refusing: read again, never stop
+                self._reading.failed(err)
+            else:
+                self._reading.worked()
                 since = started
-            except RPCError as err:
-                logger.warning("fastmcp-temporal: could not read session logouts: %s", err)
             await asyncio.sleep(POLL_S)
 
     async def _read(self, client: Client, query: str) -> None:
@@ -161,6 +165,25 @@ class SharedLogouts:
             heard = parse_logout_workflow_id(execution.id)
             if heard is not None:
                 self._hear(*heard)
+
+
+class _Trouble:
+    """Logs a loop's failure once when it starts failing and once when it works again,
+    not every second while Temporal is away."""
+
+    def __init__(self, doing: str) -> None:
+        self.doing = doing
+        self.failing = False
+
+    def failed(self, err: Exception) -> None:
+        if not self.failing:
+            logger.warning("fastmcp-temporal: could not %s (trying again): %s", self.doing, err)
+        self.failing = True
+
+    def worked(self) -> None:
+        if self.failing:
+            logger.info("fastmcp-temporal: can %s again", self.doing)
+        self.failing = False
 
 
 def logout_workflow_id(nonce: bytes, expires: float) -> str:
