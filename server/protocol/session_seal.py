@@ -224,7 +224,8 @@ class SessionSeal:
 
     def end(self, session_id: str) -> None:
         """``DELETE``d: refused here from now on and, while ``sharing_logouts``, on every
-        front end of the deployment within seconds (until it expires)."""
+        front end of the deployment within seconds (until it expires). Only an id this
+        process opened is told to the others: no one else's request starts a workflow."""
         parsed = _parse(session_id)
         if parsed is None:
             return
@@ -233,7 +234,7 @@ class SessionSeal:
             self._opened_bytes -= cached.weight
         expires = parsed.expires or (cached.expires if cached else self._own_expiry())
         self._remember_ended(parsed.nonce, expires)
-        if self._logouts is not None:
+        if self._logouts is not None and cached is not None:
             self._logouts.publish(parsed.nonce, expires)
 
     @staticmethod
