@@ -1,7 +1,8 @@
 """What a session id can cost a front end, and another caller beside it; logouts across a fleet.
 
     .venv/bin/python bench/session_ids.py --requests 300 --pings 300 --rounds 3 \\
-        --logouts 20 --out bench/results/session_ids.md
+        --logouts 20 [--before-python BEFORE/.venv/bin/python] \\
+        --out bench/results/session_ids.md
 
 Two front ends of one deployment (``bench/support/session_front_end.py``: bearer auth,
 no worker, one scope secret) on a Temporal dev server, as separate processes; raw
@@ -22,6 +23,12 @@ is measured, as the front end a balancer sends the next request to.
   after the other.
 - **Logout**: ``DELETE`` on A, then B polled every 25 ms until it refuses the id,
   ``--logouts`` times: the time until B refuses.
+
+With ``--before-python`` (an interpreter with an earlier release installed, e.g. a
+venv of ``git archive 0f5f5ed``, the code issue 49 measured), a third front end of
+that release joins the same deployment, and each round also measures it: CPU per
+request of its own normal id and of issue 49's id (``--before-requests``), another
+caller's ``ping`` idle and beside four sending issue 49's id (``--before-pings``).
 
 Rounds interleave the rows; compare rows of one run.
 """
@@ -44,6 +51,7 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +137,10 @@ class Wire:
 
 
 @contextlib.contextmanager
-def front_ends(address: str, logs: Path) -> Iterator[dict[str, tuple[str, int]]]:
+def front_ends(
+    address: str, logs: Path, before_python: str | None
+) -> Iterator[dict[str, tuple[str, int]]]:
+    """A and B of this code; with ``before_python``, "before": B of that interpreter's."""
     env = {
         **os.environ,
         "FASTMCP_TEMPORAL_SCOPE_SECRET": SECRET,
@@ -138,10 +149,13 @@ def front_ends(address: str, logs: Path) -> Iterator[dict[str, tuple[str, int]]]
     }
     with group(env, logs) as started:
         fronts = {}
-        for name in ("a", "b"):
+        pythons = {"a": sys.executable, "b": sys.executable}
+        if before_python is not None:
+            pythons["before"] = before_python
+        for name, python in pythons.items():
             port = free_port()
             script = str(ROOT / "bench/support/session_front_end.py")
-            pid = started.start(name, [sys.executable, script, address, str(port)])
+            pid = started.start(name, [python, script, address, str(port)])
             fronts[name] = (f"http://127.0.0.1:{port}/mcp", pid)
         for url, _ in fronts.values():
             wait_for_port(int(url.rsplit(":", 1)[1].split("/")[0]))
@@ -190,7 +204,7 @@ async def run(args: argparse.Namespace) -> str:
     data_dir = Path(tempfile.mkdtemp(prefix="session-ids-"))
     temporal = await DevServer.start(data_dir=data_dir, in_memory=True, ui=False)
     try:
-        with front_ends(temporal.address, data_dir) as fronts:
+        with front_ends(temporal.address, data_dir, args.before_python) as fronts:
             return await measure(args, fronts)
     finally:
         temporal.stop()
@@ -202,6 +216,7 @@ async def measure(args: argparse.Namespace, fronts: dict[str, tuple[str, int]]) 
     statuses: Counter[str] = Counter()
     cpu: dict[str, list[float]] = {}
     latency: dict[str, list[float]] = {}
+    before = Before()
     limits = httpx.Limits(max_connections=20)
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
         mallory, carol = Wire(http, "mallory"), Wire(http, "carol")
@@ -253,9 +268,87 @@ async def measure(args: argparse.Namespace, fronts: dict[str, tuple[str, int]]) 
             latency.setdefault("beside four sending worst ids new to B", []).extend(
                 await beside(worst_new_to_b, carol, b, carols, args.pings)
             )
+            if "before" in fronts:
+                await measure_before(args, fronts["before"], http, issue_49_id, before)
             print(f"[session_ids] round {round_ + 1}: done", file=sys.stderr, flush=True)
         logouts = [await logout_latency(mallory, a, b) for _ in range(args.logouts)]
-    return report(cpu, latency, logouts, statuses)
+    return report(cpu, latency, logouts, statuses) + report_before(before)
+
+
+@dataclass
+class Before:
+    """The rows of the front end of ``--before-python``, in the same run."""
+
+    cpu: dict[str, list[float]] = field(default_factory=dict)
+    latency: dict[str, list[float]] = field(default_factory=dict)
+    statuses: Counter[str] = field(default_factory=Counter)
+    ids: dict[str, str] = field(default_factory=dict)
+
+
+async def measure_before(
+    args: argparse.Namespace,
+    front: tuple[str, int],
+    http: httpx.AsyncClient,
+    issue_49_id: str,
+    before: Before,
+) -> None:
+    """One round of the before rows: its own normal id, issue 49's, another caller's pings."""
+    url, pid = front
+    mallory, carol = Wire(http, "mallory"), Wire(http, "carol")
+    if not before.ids:
+        before.ids = {"normal": await mallory.initialize(url), "carol": await carol.initialize(url)}
+        await mallory.ping(url, issue_49_id)  # its rebuild: once, as in issue 49
+    n = args.before_requests
+    rows = {
+        "normal id, seen before": [before.ids["normal"]] * n,
+        "issue 49's id": [issue_49_id] * n,
+    }
+    for row, ids in rows.items():
+        per_request = await cpu_row(mallory, url, pid, ids, before.statuses, row)
+        before.cpu.setdefault(row, []).append(per_request)
+
+    async def issue_49() -> None:
+        await mallory.ping(url, issue_49_id)
+
+    carols, n = before.ids["carol"], args.before_pings
+    before.latency.setdefault("idle", []).extend(await pings(carol, url, carols, n))
+    before.latency.setdefault("beside four sending issue 49's id", []).extend(
+        await beside(issue_49, carol, url, carols, n)
+    )
+
+
+def report_before(before: Before) -> str:
+    if not before.cpu:
+        return ""
+    median = {row: statistics.median(values) * 1e6 for row, values in before.cpu.items()}
+    base = median["normal id, seen before"]
+    lines = [
+        "",
+        "",
+        "## Before: the front end of `--before-python`, in the same run",
+        "",
+        "| id | its CPU per request (µs) | x its normal id | answers |",
+        "|---|---|---|---|",
+    ]
+    for row, value in median.items():
+        answered = ", ".join(
+            f"{key.rsplit(': ', 1)[1]} x{count}"
+            for key, count in before.statuses.items()
+            if key.rsplit(": ", 1)[0] == row
+        )
+        lines.append(f"| {row} | {value:.0f} | {value / base:.2f} | {answered} |")
+    idle = before.latency["idle"]
+    lines += [
+        "",
+        "| another caller's ping, while | p50 (ms) | p99 (ms) | p50 x idle | p99 x idle |",
+    ]
+    lines.append("|---|---|---|---|---|")
+    for row, values in before.latency.items():
+        lines.append(
+            f"| {row} | {pct(values, 0.5):.2f} | {pct(values, 0.99):.2f} | "
+            f"{pct(values, 0.5) / pct(idle, 0.5):.2f} | {pct(values, 0.99) / pct(idle, 0.99):.2f} |"
+        )
+    return "\n".join(lines)
 
 
 async def logout_latency(wire: Wire, a: str, b: str) -> float:
@@ -322,6 +415,13 @@ if __name__ == "__main__":
     parser.add_argument("--pings", type=int, default=300, help="the other caller's per row")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--logouts", type=int, default=20)
+    parser.add_argument(
+        "--before-python",
+        help="an interpreter with an earlier fastmcp-temporal installed (e.g. a venv of "
+        "`git archive 0f5f5ed`): its front end's rows run beside ours, in the same run",
+    )
+    parser.add_argument("--before-requests", type=int, default=20, help="per before CPU row")
+    parser.add_argument("--before-pings", type=int, default=30, help="per before ping row")
     parser.add_argument("--out", type=Path, help="write the report here (default: stdout)")
     args = parse_args(parser, requests=5, pings=10, rounds=1, logouts=2, out=None)
     command = " ".join(["bench/session_ids.py", *sys.argv[1:]])
