@@ -16,7 +16,7 @@ B, as behind a load balancer without sticky sessions:
   id, a front end with another secret all answer what an unknown session always
   got (``404``), also on A, where the session lives, for a caller the SDK alone
   would have let in (its check ignores a subject that is only in the claims);
-- an ``initialize`` too big for a header gets the SDK's own session, served by its
+- an ``initialize`` too big to seal gets the SDK's own session, served by its
   front end; a ``DELETE``d id is refused where it was deleted.
 
 The seal itself: ``tests/test_session_seal.py``; hostile ids against a fleet and
@@ -26,9 +26,11 @@ logouts across it: ``tests/test_session_ids.py``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
+import os
 import re
 import signal
 import sys
@@ -342,14 +344,14 @@ async def test_an_id_is_only_its_callers_and_only_its_deployments(
 # -- too big to seal; DELETE ------------------------------------------------------
 
 
-async def test_an_initialize_too_big_for_a_header_gets_the_sdks_own_session(
+async def test_an_initialize_too_big_to_seal_gets_the_sdks_own_session(
     temporal_tasks: Callable[..., TemporalTasks],
 ) -> None:
     """Served by the front end that opened it, as every session was before."""
     served = FastMCP("in-process")
     served.add_extension(temporal_tasks(scope_secret=SECRET))
     served.mount(tools)
-    noise = "".join(f"{n:x}" for n in range(MAX_ID_CHARS))  # barely compressible
+    noise = base64.b64encode(os.urandom(MAX_ID_CHARS)).decode()  # does not compress
     async with run_server_async(served) as url, http_client() as http:
         sealed, big = Handshake(http), Handshake(http)
         await sealed.initialize(url)

@@ -70,8 +70,9 @@ logger = logging.getLogger(__name__)
 
 #: Longest id minted or opened: within the 4-8 KiB header lines proxies and uvicorn accept.
 MAX_ID_CHARS = 4096
-#: Largest session sealed or unsealed (its JSON): a real ``initialize`` is well under 1 KiB.
-MAX_SEALED_BYTES = 8 * 1024
+#: Largest session sealed or unsealed (its JSON): a real ``initialize`` is well under 1 KiB,
+#: and one that does not compress would not fit ``MAX_ID_CHARS`` much above this anyway.
+MAX_SEALED_BYTES = 4 * 1024
 #: Largest ``initialize`` body parsed for sealing.
 MAX_OPENING_BYTES = 4 * MAX_SEALED_BYTES
 _PREFIX = "s3."
@@ -80,6 +81,7 @@ _LEGACY_PREFIX = "s2."
 _KEY_LABEL = b"fastmcp-temporal/mcp-session/v2"
 _TAG_LABEL = b"fastmcp-temporal/mcp-session-logouts"
 _HEADER = struct.Struct(">QQ")  # issued, max age: milliseconds
+_LONGEST_AGE_MS = 2**63
 _NONCE_BYTES = 12
 #: The one spelling of a minted id after its prefix: unpadded base64url. The decoder
 #: skips other characters, which would give one id many spellings (and a blank in
@@ -123,7 +125,7 @@ class SessionSeal:
         shared: bool = False,
     ) -> None:
         self._aead = AESGCM(key)
-        self._max_age_ms = int(max_age_s * 1000)
+        self._max_age_ms = min(int(max_age_s * 1000), _LONGEST_AGE_MS)
         self._clock = clock
         self._opened: OrderedDict[str, _Opened] = OrderedDict()
         self._opened_bytes = 0
@@ -170,7 +172,7 @@ class SessionSeal:
             return None
         try:
             session_id = self.seal(params, _negotiated(params), caller)
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:  # too big, or nested deeper than it parsed
             _too_big("%s", err)
             return None
         if len(session_id) > MAX_ID_CHARS:
@@ -178,22 +180,14 @@ class SessionSeal:
             return None
         return session_id
 
-    def seal(
-        self,
-        params: dict[str, Any],
-        version: str,
-        caller: AccessToken | None,
-        *,
-        issued: float | None = None,
-    ) -> str:
+    def seal(self, params: dict[str, Any], version: str, caller: AccessToken | None) -> str:
         """``params`` and the protocol ``version`` negotiated for them, as an id minted
-        now (or at ``issued``) under this front end's age limit; ``ValueError`` if the
-        session's JSON exceeds ``MAX_SEALED_BYTES``."""
+        now under this front end's age limit; ``ValueError`` if the session's JSON
+        exceeds ``MAX_SEALED_BYTES``."""
         plain = json.dumps({"params": params, "version": version}, separators=(",", ":"))
         if len(plain) > MAX_SEALED_BYTES:
             raise ValueError(f"a session of {len(plain)} bytes exceeds {MAX_SEALED_BYTES}")
-        issued_ms = int((self._clock() if issued is None else issued) * 1000)
-        header = _HEADER.pack(issued_ms, self._max_age_ms)
+        header = _HEADER.pack(int(self._clock() * 1000), self._max_age_ms)
         nonce = os.urandom(_NONCE_BYTES)
         associated = header + _bound_to(caller)
         sealed = self._aead.encrypt(nonce, zlib.compress(plain.encode()), associated)
