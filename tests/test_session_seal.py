@@ -192,10 +192,14 @@ def test_only_a_well_formed_initialize_gets_a_sealed_id(body: bytes) -> None:
             {**HELLO, "capabilities": {"experimental": {"x": {"l": [[]] * 3000}}}},
             id="compressible-under-the-body-cap",
         ),
+        pytest.param(
+            {**HELLO, "capabilities": {"experimental": {"x": {"l": [[]] * 300}}}},
+            id="under-the-byte-cap-over-the-value-cap",
+        ),
     ],
 )
 def test_an_initialize_too_big_to_seal_gets_no_id(params: dict[str, Any]) -> None:
-    """Either would seal into a small id (both compress well): the cap is on what is
+    """Each would seal into a small id (all compress well): the caps are on what is
     sealed, not on the id. Such a session is the SDK's own, on its front end."""
     body = opening(params)
     assert (len(body) > MAX_OPENING_BYTES) == (params is HUGE)
@@ -210,6 +214,8 @@ def test_a_previous_releases_id_opens_through_the_bounded_path() -> None:
     assert len(huge) <= MAX_ID_CHARS  # what issue 49 sent: it passes every check in clear
     assert seal.open(current, None) == HELLO
     assert seal.open(huge, None) is None  # its decompression stops at the cap
+    many = {**HELLO, "capabilities": {"experimental": {"x": {"l": [[]] * 300}}}}
+    assert seal.open(legacy_id(many, issued=clock.now), None) is None  # small, too many values
     assert seal.open(legacy_id(HELLO, issued=clock.now, secret=OTHER_SECRET), None) is None
     clock.now += DAY_S + 1
     assert seal.open(current, None) is None  # cached, yet past this front end's age

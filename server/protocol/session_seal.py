@@ -20,13 +20,16 @@ small work that does not depend on what was sealed:
 2. an id this process opened before is a lookup in a bounded LRU cache, which
    still honours the age, logouts and the caller;
 3. else one AES-GCM decryption of at most ``MAX_ID_CHARS`` characters, a
-   decompression stopped at ``MAX_SEALED_BYTES`` and a JSON parse of at most that.
+   decompression stopped at ``MAX_SEALED_BYTES`` and a JSON parse of at most that,
+   holding at most ``MAX_SEALED_VALUES`` values (what a rebuild of the session on
+   this front end then costs grows with them).
 
 What may be sealed is capped there too: an ``initialize`` whose session would be
-larger than ``MAX_SEALED_BYTES`` once serialized (or whose body is larger than
-``MAX_OPENING_BYTES``: not even parsed for sealing), or whose id would be longer
-than ``MAX_ID_CHARS``, gets the SDK's own session, served only by the front end
-that opened it (the documented fallback; logged).
+larger than ``MAX_SEALED_BYTES`` once serialized or hold more than
+``MAX_SEALED_VALUES`` values (or whose body is larger than ``MAX_OPENING_BYTES``: not
+even parsed for sealing), or whose id would be longer than ``MAX_ID_CHARS``, gets the
+SDK's own session, served only by the front end that opened it (the documented
+fallback; logged).
 
 ``s2.`` ids (from before this layout: the issue time inside the ciphertext, no age
 limit) still open during a rolling upgrade, through the same bounded path, under
@@ -73,6 +76,10 @@ MAX_ID_CHARS = 4096
 #: Largest session sealed or unsealed (its JSON): a real ``initialize`` is well under 1 KiB,
 #: and one that does not compress would not fit ``MAX_ID_CHARS`` much above this anyway.
 MAX_SEALED_BYTES = 4 * 1024
+#: Most JSON values (objects, arrays, strings, numbers, ...) a sealed session's params
+#: hold: what rebuilding a session on another front end costs grows with them, not with
+#: its bytes. A real ``initialize`` has a few dozen.
+MAX_SEALED_VALUES = 256
 #: Largest ``initialize`` body parsed for sealing.
 MAX_OPENING_BYTES = 4 * MAX_SEALED_BYTES
 _PREFIX = "s3."
@@ -184,6 +191,8 @@ class SessionSeal:
         """``params`` and the protocol ``version`` negotiated for them, as an id minted
         now under this front end's age limit; ``ValueError`` if the session's JSON
         exceeds ``MAX_SEALED_BYTES``."""
+        if not _values_within(params, MAX_SEALED_VALUES):
+            raise ValueError(f"a session of more than {MAX_SEALED_VALUES} JSON values")
         plain = json.dumps({"params": params, "version": version}, separators=(",", ":"))
         if len(plain) > MAX_SEALED_BYTES:
             raise ValueError(f"a session of {len(plain)} bytes exceeds {MAX_SEALED_BYTES}")
@@ -251,6 +260,8 @@ class SessionSeal:
             return None
         if not isinstance(session, dict) or not isinstance(session.get("params"), dict):
             return None
+        if not _values_within(session["params"], MAX_SEALED_VALUES):
+            return None  # a legacy id: sealed before the cap
         expires = parsed.expires
         if expires is None:  # a legacy id: issued inside, under this front end's limit
             issued = session.get("issued")
@@ -330,6 +341,21 @@ def _decompressed(plain: bytes) -> bytes | None:
     if len(text) > MAX_SEALED_BYTES or not inflater.eof:
         return None
     return text
+
+
+def _values_within(document: Any, cap: int) -> bool:
+    """Whether ``document`` holds at most ``cap`` JSON values (stops counting past it)."""
+    pending, counted = [document], 0
+    while pending:
+        value = pending.pop()
+        counted += 1
+        if counted > cap:
+            return False
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return True
 
 
 def _too_big(reason: str, *args: object) -> None:
