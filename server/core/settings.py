@@ -219,8 +219,9 @@ class TemporalTasksSettings(BaseSettings):
             description="How long (seconds) a 2025-xx MCP session id minted by a front end "
             "is served by any front end of the deployment; past it the id answers `404` and "
             "the client initializes again. The id carries its session (no store), so this "
-            "bounds what a leaked id is worth. `TemporalTasks(session_max_age_s=...)` "
-            "overrides it.",
+            "bounds what a leaked id is worth; it carries this limit too, and every front "
+            "end applies the limit an id was minted under. "
+            "`TemporalTasks(session_max_age_s=...)` overrides it.",
         ),
     ] = DEFAULT_SESSION_MAX_AGE_S
     codec_token: Annotated[

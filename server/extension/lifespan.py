@@ -4,8 +4,8 @@ In order: the payload store opens; the extension connects to its Temporal (or
 starts / joins the shared embedded one, see ``connection``); the task engine is
 built, with this process's policy for callers' credentials (``credentials``:
 sealed, encrypted with everything, or refused); the metrics are recorded; the
-MCP side is installed (``subscriptions/listen``, sealed
-2025-xx session ids, the waiting calls and their drain on SIGTERM); unless this
+MCP side is installed (``subscriptions/listen``, sealed 2025-xx session ids and
+their shared logouts, the waiting calls and their drain on SIGTERM); unless this
 server is a stateless front end, the in-process worker runs with the payload
 sweeper and, after an upgrade, a worker draining the previous queue; then the
 start-up line says where it all is (``startup_line``). Everything unwinds in
@@ -214,9 +214,11 @@ async def running(
             # Under ``uvicorn app:app`` its handler is in place already: take it now, so
             # every SIGTERM goes through the drain (and exits 0), calls waiting or not.
             drain.arm(waits)
-            # 2025-xx sessions any front end of the deployment serves (``portable_sessions``).
+            # 2025-xx sessions any front end of the deployment serves (``portable_sessions``),
+            # logged out on all of them by a DELETE on one (``session_logouts``).
             seal = SessionSeal.for_deployment(live.engine.scope_secret, options.session_max_age_s)
             stack.enter_context(live.seam.serving(seal, live.engine))
+            await stack.enter_async_context(seal.sharing_logouts(client))
         if options.run_worker:
             workers = await InProcessWorkers.for_server(
                 server,

@@ -186,9 +186,10 @@ class TemporalTasks(ServerExtension):
             ends with ``-32004`` naming the task and the cause, while the task
             keeps retrying (default ``FASTMCP_TEMPORAL_STUCK_CALL_TIMEOUT_S``,
             else 30 s). See ``fastmcp_temporal.server.tasks.stuck_bodies``.
-        session_max_age_s: How long a 2025-xx session id is served by any front
-            end of the deployment (default ``FASTMCP_TEMPORAL_SESSION_MAX_AGE_S``,
-            else 24 h). See ``fastmcp_temporal.server.protocol.sessions``.
+        session_max_age_s: How long a 2025-xx session id minted here is served by
+            any front end of the deployment (default
+            ``FASTMCP_TEMPORAL_SESSION_MAX_AGE_S``, else 24 h): the id carries it, and
+            every front end applies it. See ``fastmcp_temporal.server.protocol.sessions``.
     """
 
     identifier = TASKS_EXTENSION_ID
