@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from fastmcp.server.context import Context
@@ -47,6 +47,7 @@ from fastmcp_temporal.client_wire import SERVER_DRAINING
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol.call_progress import TICK_S, CallProgress
+from fastmcp_temporal.server.protocol.cancel_reasons import CancelReasons
 from fastmcp_temporal.server.protocol.idempotency import requested_key
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
@@ -70,9 +71,14 @@ class WaitingCalls:
         keepalive_s: float,
         reads_per_second: int,
         on_wait: Callable[[], None] | None = None,
+        host_limits: Mapping[str, float] | None = None,
     ) -> None:
-        """``on_wait``: called as each call begins to wait (``extension.drain`` arms there)."""
+        """``on_wait``: called as each call begins to wait (``extension.drain`` arms there).
+        ``host_limits``: the server's overrides of the hosts' hard limits (``host_limits``)."""
         self.engine = engine
+        #: A client's cancel reason, for the call it names (in the server's middleware).
+        self.cancel_reasons = CancelReasons()
+        self.host_limits: Mapping[str, float] = dict(host_limits or {})
         self._on_wait = on_wait
         self.leg_news = leg_news
         self.keepalive_s = keepalive_s
