@@ -10,8 +10,9 @@ another one of the deployment): ``peer_cancel``. A cancel is either
   decided the work is unwanted: the task is **detached** -- it runs on, its result
   kept for its TTL, and the same call made again attaches to it (``reattach``).
   A call nothing could find again (a tool that opted out of attaching, without
-  an idempotency key) is cancelled instead: its result could reach nobody. ``TemporalTasks(on_host_timeout="cancel")``
-  (``FASTMCP_TEMPORAL_ON_HOST_TIMEOUT``) makes a timeout cancel too.
+  an idempotency key) is cancelled instead: its result could reach nobody.
+  ``TemporalTasks(on_host_timeout="cancel")`` (``FASTMCP_TEMPORAL_ON_HOST_TIMEOUT``)
+  makes a timeout cancel too.
 """
 
 from __future__ import annotations
