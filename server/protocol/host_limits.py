@@ -65,13 +65,19 @@ HARD_LIMITS = (
     HardLimit("Qwen Code", ("qwen-code-mcp-client", "qwen-cli-mcp-client"), 600),
 )
 
+#: Codex's (the Rust SDK ``rmcp``'s) reason for every call it drops: at its ``tool_timeout_sec``
+#: and when its user interrupts the turn alike (Codex 0.171.0, measured). The server cannot
+#: tell the two apart; it takes it for a timeout, the common case (every Codex call longer
+#: than the limit ends so): the work goes on for its TTL instead of being thrown away, and a
+#: person who wants it stopped has ``tasks/cancel`` (``fastmcp-temporal tasks cancel``).
+RMCP_DROPPED = "MCP request cancelled by caller"
 #: A ``notifications/cancelled`` reason saying the host stopped waiting, as each host words it:
 #: the TypeScript SDK (Gemini CLI, Qwen Code, opencode, Cline, Continue) ``String(error)`` of
 #: its ``McpError(-32001, "Request timed out")`` or ``SdkError``; Qwen Code's idle
-#: ``AbortError: ... did not respond within 12000ms idle timeout``; Codex's
-#: ``"request timed out"`` / a "timeout" of its own.
+#: ``AbortError: ... did not respond within 12000ms idle timeout``; the Python SDK's
+#: ``timed out after 30.0s``; Codex's ``RMCP_DROPPED``.
 _TIMEOUT_REASON = re.compile(
-    r"timed[ _-]?out|time[ _-]?out|did not respond within",
+    rf"timed[ _-]?out|time[ _-]?out|did not respond within|^{re.escape(RMCP_DROPPED)}$",
     re.IGNORECASE,
 )
 
