@@ -283,9 +283,9 @@ async def test_codex_tool_timeout_detaches_and_the_call_made_again_attaches(
 ) -> None:
     """``tool_timeout_sec = 5`` against a 12 s body: Codex gives up on each call at 5 s and
     tells the server (``notifications/cancelled``, reason "MCP request cancelled by
-    caller", Codex's for a timeout), which detaches the task instead of cancelling it. The model, told the call timed out, calls again
-    with the same arguments: each call attaches to the one task, and the third gets its
-    result. The body ran once, in one workflow."""
+    caller", Codex's for a timeout), which detaches the task instead of cancelling it.
+    The model, told the call timed out, calls again with the same arguments: each call
+    attaches to the one task, and the third gets its result. The body ran once, in one workflow."""
     runs = runs_dir(tmp_path)
     call = ToolCall("stay_silent", {"seconds": 12, "runs": str(runs)})
     async with (
