@@ -187,6 +187,9 @@ class CallWait:
         self._reattachable = False
         with contextlib.suppress(MCPError):  # a malformed key: the create refuses it
             self._reattachable = requested_key(context) is not None
+        #: The same call made again attaches to its task once nobody received its result
+        #: (``reattach``; set by ``sync_calls``).
+        self.attaches_again = False
 
     async def __aenter__(self) -> CallWait:
         self._calls._joined(self)
@@ -231,19 +234,22 @@ class CallWait:
     def _drained(self) -> MCPError:
         """The answer of a call the front end stops waiting for: its task goes on.
 
-        Retryable only with the call's idempotency key: without one a retry is a new
-        task, and the body would run twice."""
+        Retryable with the call's idempotency key, or when the same call made again
+        attaches to the task (``reattach``); otherwise a retry is a new task, and the
+        body would run twice."""
         if self._reattachable:
             how = "call again with the same Idempotency-Key, or tasks/get it"
+        elif self.attaches_again:
+            how = "call again with the same arguments (the call attaches to it), or tasks/get it"
         else:
-            how = f"tasks/get {self.task_id} (calling again without an Idempotency-Key starts anew)"
+            how = f"tasks/get {self.task_id} (calling again starts anew)"
         return MCPError(
             code=SERVER_DRAINING,
             message=(
                 f"This server is shutting down; task {self.task_id} goes on without this "
                 f"call. For its result, {how}"
             ),
-            data={"taskId": self.task_id, "retryable": self._reattachable},
+            data={"taskId": self.task_id, "retryable": self._reattachable or self.attaches_again},
         )
 
     def _lost(self, err: Exception) -> MCPError:

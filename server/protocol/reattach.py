@@ -13,12 +13,13 @@ gives up, consumed by the one call that delivers its result), so
   call is a new task;
 - a call with an ``Idempotency-Key`` is the key's business (``idempotency``), not this;
 - a tool whose every call must run afresh opts out: ``ToolOptions(attach_repeats=False)``;
-- "the same caller" is the task scope: the authenticated principal; an anonymous
-  caller's ``Mcp-Session-Id`` when it sends one (2025-xx); else, as for anonymous
-  idempotency keys, all anonymous callers of the server (2026-07-28 without auth,
-  stdio): on a server without auth, another anonymous caller who makes exactly the
-  same call first receives the result. A tool whose result must stay with its
-  caller there opts out.
+- "the same caller" is the task scope: the authenticated principal, or all
+  anonymous callers of the server, on both wires and whatever ``Mcp-Session-Id``
+  they send -- as a plain call's anonymous idempotency keys (``idempotency``): a
+  host that gave up often starts a new session (it restarted, or its front end
+  did), and the call it makes again must still find its task. So on a server
+  without auth, another anonymous caller who makes exactly the same call first
+  receives the result; a tool whose result must stay with its caller opts out.
 
 Cost per plain call that has nothing to attach to: one ``DescribeWorkflowExecution``
 of the call's record id, which finds none.
@@ -26,14 +27,12 @@ of the call's record id, which finds none.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastmcp.server.context import Context
-from fastmcp.server.dependencies import get_http_request
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
@@ -43,7 +42,6 @@ from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.undelivered import CALL_KEY_MEMO, Undelivered
 
 logger = logging.getLogger(__name__)
-_SESSION_HEADER = "mcp-session-id"
 
 
 @dataclass
@@ -110,13 +108,8 @@ def delivery_for(
         keyed = False  # a malformed key: the create refuses it
     if keyed or not engine.starter.attaches_repeats(tool_name):
         return Delivery(call_key=None, keyed=keyed)
-    session = None
-    if scope is None:
-        with contextlib.suppress(RuntimeError):  # not HTTP: no session header
-            session = get_http_request().headers.get(_SESSION_HEADER)
     call_key = engine.undelivered.call_key(
         scope=scope,
-        session=session,
         tool_name=tool_name,
         tool_version=tool_version,
         arguments=arguments,

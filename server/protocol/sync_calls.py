@@ -27,15 +27,19 @@ The wait is ``call_waits``: its end from one long poll, what its legs say
 when they run here in-process, everything else from the front end's one
 bounded read loop; progress and log lines relayed, kept alive through
 silence, and answered ``-32002`` when the front end is stopped before the task
-ends. ``notifications/cancelled`` for the request cancels the task; a dropped
-connection (or a stopping front end) does not -- the work goes on, and a retry
-with the same ``Idempotency-Key`` attaches to it and answers its result
-without running the body again.
+ends. ``notifications/cancelled`` for the request goes to ``peer_cancels``: a
+person's cancel cancels the task, a host's timeout detaches it. A dropped
+connection (or a stopping front end) leaves the work going on. Either way a
+host that gave up leaves its task *undelivered* (``reattach``): the same call
+made again attaches to it and answers its result without running the body
+again, as a retry with the same ``Idempotency-Key`` does. A host whose limit is
+hard is answered just before it (``early_answers``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable
 from typing import Any
 
@@ -65,6 +69,8 @@ from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_li
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 
+logger = logging.getLogger(__name__)
+
 
 async def call_durably(
     waits: WaitingCalls,
@@ -91,6 +97,7 @@ async def call_durably(
     answer_in = answer_in_s(context, delivery, waits.host_limits)
     answer_by = began + answer_in if answer_in is not None else None
     async with waits.wait_for(context) as wait:
+        wait.attaches_again = delivery.call_key is not None
         run_id: str | None = None
         view: GetTaskResult | None = None
         request_state = context.request_state
@@ -180,7 +187,10 @@ async def _waited(
             with anyio.CancelScope(shield=True):
                 if _compat.peer_cancelled(context):
                     reason = await cancel.reason()
-                    await peer_cancel(engine, wait.task_id, task_scope(), reason)
+                    try:
+                        await peer_cancel(engine, wait.task_id, task_scope(), reason)
+                    except Exception:  # the request ends as it does; the task stays as it is
+                        logger.warning("Cancelling task %s failed", wait.task_id, exc_info=True)
                 else:
                     await delivery.given_up(engine)
             raise

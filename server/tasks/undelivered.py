@@ -101,13 +101,12 @@ class UndeliveredCalls:
         self,
         *,
         scope: str | None,
-        session: str | None,
         tool_name: str,
         tool_version: str | None,
         arguments: dict[str, Any],
     ) -> str:
         """The call's key: the same caller, tool, version and arguments give the same key."""
-        names = [self._task_queue, scope, session, tool_name, tool_version, arguments]
+        names = [self._task_queue, scope, tool_name, tool_version, arguments]
         message = json.dumps(names, sort_keys=True, separators=(",", ":"), default=str)
         secret = self.scope_secret or _UNKEYED
         mac = hmac.new(secret, b"undelivered-call\0" + message.encode(), hashlib.sha256)
