@@ -35,6 +35,11 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks, ToolOptions
 from fastmcp_temporal.server.protocol.early_answers import STILL_RUNNING_META
+from fastmcp_temporal.server.protocol.host_limits import (
+    answer_within_s,
+    hard_limit_s,
+    is_host_timeout,
+)
 from tests.plain_calls import PlainClient, task_status, wait_status, workflows
 from tests.ports import run_server_async
 from tests.wire import RawMcp
@@ -353,3 +358,42 @@ async def test_a_fastmcp_client_named_as_a_hard_limit_host_is_answered_early(
             await client.call_tool("brew", {"seconds": 3})
         assert (await client.call_tool("brew", {"seconds": 3})).data == "house brewed in 3 s"
     assert runs == ["brew:house"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "timeout"),
+    [
+        ("Request timed out", True),
+        ("SdkError: Request timed out", True),
+        ("McpError: MCP error -32001: Request timed out", True),
+        ("AbortError: the server did not respond within 12000ms idle timeout", True),
+        ("timed out after 30.0s", True),
+        ("MCP request cancelled by caller", True),
+        (None, False),
+        ("caller cancelled", False),
+        ("User cancelled the operation", False),
+        ("AbortError: This operation was aborted", False),
+    ],
+)
+def test_which_reasons_are_a_hosts_timeout(reason: str | None, timeout: bool) -> None:
+    assert is_host_timeout(reason) is timeout
+
+
+def test_host_limits_override_and_extend_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert hard_limit_s("Cline", {}) == 60
+    assert hard_limit_s("gemini-cli-mcp-client-durable", {}) == 600
+    assert hard_limit_s("qwen-cli-mcp-client-durable", {}) == 600
+    assert hard_limit_s("codex-mcp-client", {}) is None
+    assert hard_limit_s("codex-mcp-client", {"codex": 120, "*": 50}) == 120
+    assert hard_limit_s("claude-code", {"*": 50}) == 50
+    assert hard_limit_s("Cline", {"cline": 0}) is None
+    assert hard_limit_s(None, {}) is None
+    assert answer_within_s(60) == 54 and answer_within_s(600) == 540
+    monkeypatch.setenv("FASTMCP_TEMPORAL_HOST_LIMITS", '{"cline": 600}')
+    monkeypatch.setenv("FASTMCP_TEMPORAL_ON_HOST_TIMEOUT", "cancel")
+    options = TemporalTasks()._options
+    assert options.host_limits == {"cline": 600} and options.on_host_timeout == "cancel"
+    with pytest.raises(ValueError, match="host_limits"):
+        TemporalTasks(host_limits={"cline": -1})
+    with pytest.raises(ValueError, match="on_host_timeout"):
+        TemporalTasks(on_host_timeout="ignore")  # type: ignore[arg-type]
