@@ -40,7 +40,7 @@ from fastmcp_temporal.server.protocol.host_limits import (
     hard_limit_s,
     is_host_timeout,
 )
-from tests.plain_calls import PlainClient, task_status, wait_status, workflows
+from tests.plain_calls import PlainClient, count_workflows, task_status, wait_status, workflows
 from tests.ports import run_server_async
 from tests.wire import RawMcp
 
@@ -256,7 +256,24 @@ async def test_a_delivered_result_is_not_answered_again(
         second = await host.call("brew", {"seconds": 2})  # a new task
     assert text_of(first) == text_of(second) == "house brewed in 2 s"
     assert runs == ["brew:house", "brew:house"]
-    assert len(await workflows(temporal_client, task_queue)) == 2
+    assert await count_workflows(temporal_client, task_queue, 2) == 2
+
+
+async def test_of_two_calls_made_again_at_once_one_gets_the_result_the_other_runs_anew(
+    url: str, runs: list[str], temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """Both attach to the detached task; the one that takes its record answers its result,
+    the other (a result is answered at most once) starts a task of its own."""
+    async with Handshake(url) as host:
+        await host.cancelled_call(
+            "brew", {"seconds": 4}, "Request timed out", temporal_client, task_queue
+        )
+        answers = await asyncio.gather(
+            host.call("brew", {"seconds": 4}), host.call("brew", {"seconds": 4})
+        )
+    assert [text_of(answer) for answer in answers] == ["house brewed in 4 s"] * 2
+    assert runs == ["brew:house", "brew:house"]
+    assert await count_workflows(temporal_client, task_queue, 2) == 2
 
 
 async def test_other_arguments_start_a_new_task(
@@ -300,7 +317,7 @@ async def test_tasks_cancel_of_a_task_answered_early_makes_the_call_start_anew(
         again = await host.call("brew", {"seconds": 30})
         assert again["result"]["_meta"][STILL_RUNNING_META]["taskId"] != task_id
     assert runs == ["brew:house", "brew:house"]
-    assert len(await workflows(temporal_client, task_queue)) == 2
+    assert await count_workflows(temporal_client, task_queue, 2) == 2
 
 
 async def test_the_on_host_timeout_setting_cancels_instead(
