@@ -245,6 +245,23 @@ async def test_a_closed_stream_leaves_the_task_for_the_call_made_again(
     assert runs == ["brew:house"]
 
 
+async def test_a_closed_stream_on_the_handshake_wire_leaves_the_task_undelivered(
+    url: str, runs: list[str], temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """On 2025-11-25 the SDK keeps the handler of a call whose SSE stream closed; the
+    server sees the client went away, so the same call made again attaches."""
+    async with Handshake(url) as host:
+        calling = asyncio.create_task(host.call("brew", {"seconds": 5}))
+        await wait_status(temporal_client, task_queue, "working")
+        calling.cancel()  # the call's stream closes unread; the session stays
+        with contextlib.suppress(asyncio.CancelledError):
+            await calling
+        await asyncio.sleep(2)  # a tick or two for the server to see it
+        answer = await host.call("brew", {"seconds": 5})
+    assert text_of(answer) == "house brewed in 5 s"
+    assert runs == ["brew:house"]
+
+
 async def test_a_delivered_result_is_not_answered_again(
     url: str, runs: list[str], temporal_client: TemporalClient, task_queue: str
 ) -> None:
