@@ -213,6 +213,9 @@ async def _cancel_when_stream_closes(context: Context, scope: anyio.CancelScope)
     client went away (Starlette's ``is_disconnected``: no I/O, a look at the
     connection's state); on 2026-07-28 a closed stream cancels the handler itself.
     """
+    request_context = context.request_context
+    if request_context is None or request_context.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return  # 2026-07-28: a closed stream cancels the handler
     try:
         request = get_http_request()
     except RuntimeError:
