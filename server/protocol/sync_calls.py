@@ -137,7 +137,7 @@ async def call_durably(
         while True:
             if view is None or not _answerable(view):
                 view = await _waited(waits, wait, context, run_id, delivery, answer_by)
-            if view is None:  # the host's hard limit is near: answer now, the work goes on
+            if view is None:  # the host's limit is near, or it left: answer now, the work goes on
                 waited = asyncio.get_running_loop().time() - began
                 return still_running(tool.name, task_id, waited, keyed=delivery.keyed)
             questions = view.input_requests or {}
