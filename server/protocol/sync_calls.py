@@ -73,6 +73,10 @@ from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_erro
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 
 logger = logging.getLogger(__name__)
+#: How often a waiting 2025-xx call looks whether its client went away: a model asks
+#: again after a turn of its own (seconds), and each look costs ~40 µs of CPU
+#: (``bench/investigations/2026-12-05-closed-stream-watch``).
+STREAM_CHECK_S = 2 * TICK_S
 
 
 async def call_durably(
@@ -209,9 +213,10 @@ async def _cancel_when_stream_closes(context: Context, scope: anyio.CancelScope)
     On 2025-xx the SDK keeps a request's handler running when its SSE stream
     closes without a cancel (for the client to resume it with ``Last-Event-ID``):
     a host that gave up that way (Copilot CLI) would leave the call waiting, and
-    its task delivered to nobody. Once a tick, the request is asked whether its
-    client went away (Starlette's ``is_disconnected``: no I/O, a look at the
-    connection's state); on 2026-07-28 a closed stream cancels the handler itself.
+    its task delivered to nobody. Every ``STREAM_CHECK_S`` the request is asked
+    whether its client went away (Starlette's ``is_disconnected``: no I/O, a look
+    at the connection's state); on 2026-07-28 a closed stream cancels the handler
+    itself.
     """
     request_context = context.request_context
     if request_context is None or request_context.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -221,7 +226,7 @@ async def _cancel_when_stream_closes(context: Context, scope: anyio.CancelScope)
     except RuntimeError:
         return  # not HTTP: nothing to watch
     while not await request.is_disconnected():
-        await asyncio.sleep(TICK_S)
+        await asyncio.sleep(STREAM_CHECK_S)
     scope.cancel()
 
 
