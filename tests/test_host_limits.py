@@ -177,6 +177,18 @@ class Handshake:
                 await calling
 
 
+async def recorded_undelivered(
+    temporal_client: TemporalClient, task_queue: str, timeout: float = 15
+) -> None:
+    """Wait until the queue's undelivered-call record is there (``server.tasks.undelivered``)."""
+    query = f"TaskQueue = '{task_queue}-undelivered' AND ExecutionStatus = 'Running'"
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not [w async for w in temporal_client.list_workflows(query)]:
+        assert loop.time() < deadline, "no undelivered-call record was written"
+        await asyncio.sleep(0.2)
+
+
 def text_of(response: dict[str, Any]) -> str:
     assert "result" in response, response
     return " ".join(block["text"] for block in response["result"]["content"])
@@ -256,7 +268,7 @@ async def test_a_closed_stream_on_the_handshake_wire_leaves_the_task_undelivered
         calling.cancel()  # the call's stream closes unread; the session stays
         with contextlib.suppress(asyncio.CancelledError):
             await calling
-        await asyncio.sleep(2)  # a tick or two for the server to see it
+        await recorded_undelivered(temporal_client, task_queue)  # the server saw it
         answer = await host.call("brew", {"seconds": 5})
     assert text_of(answer) == "house brewed in 5 s"
     assert runs == ["brew:house"]
