@@ -6,7 +6,7 @@ keeps the table current):
 
 | host | limit on one tool call | progress extends it? | when it fires |
 |---|---|---|---|
-| Claude Code | idle 300 s; hard ~27.8 h | idle: yes | stream closed, no cancel |
+| Claude Code | idle 300 s; hard ~27.8 h | idle: yes | no cancel; its request left open |
 | Codex | ``tool_timeout_sec`` | no | ``notifications/cancelled`` |
 | Gemini CLI | per-server ``timeout``, 600 s | no | cancelled, "Request timed out" |
 | Qwen Code | per-server ``timeout``, 600 s; idle 300 s | hard: no | cancelled, "SdkError: ..." |
