@@ -42,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from fastmcp.server.context import Context
@@ -55,6 +55,7 @@ from fastmcp_temporal.client_wire import SERVER_DRAINING, TASK_STUCK
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol.call_progress import TICK_S, CallProgress
+from fastmcp_temporal.server.protocol.cancel_reasons import CancelReasons
 from fastmcp_temporal.server.protocol.idempotency import requested_key
 from fastmcp_temporal.server.protocol.live_calls import LiveCalls
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
@@ -83,13 +84,18 @@ class WaitingCalls:
         stuck_call_timeout_s: float = 30.0,
         on_wait: Callable[[], None] | None = None,
         calls: LiveCalls | None = None,
+        host_limits: Mapping[str, float] | None = None,
     ) -> None:
         """``on_wait``: called as each call begins to wait (``extension.drain`` arms there);
         ``stuck_call_timeout_s``: how long a call waits on a body that keeps failing;
-        ``calls``: this server's sessions and questions (``live_calls``), over HTTP."""
+        ``calls``: this server's sessions and questions (``live_calls``), over HTTP;
+        ``host_limits``: the server's overrides of the hosts' hard limits (``host_limits``)."""
         self.engine = engine
         self.stuck_call_timeout_s = stuck_call_timeout_s
         self.calls = calls
+        #: A client's cancel reason, for the call it names (in the server's middleware).
+        self.cancel_reasons = CancelReasons()
+        self.host_limits: Mapping[str, float] = dict(host_limits or {})
         self._on_wait = on_wait
         self.leg_news = leg_news
         self.keepalive_s = keepalive_s
@@ -202,6 +208,9 @@ class CallWait:
         self._reattachable = False
         with contextlib.suppress(MCPError):  # a malformed key: the create refuses it
             self._reattachable = requested_key(context) is not None
+        #: The same call made again attaches to its task once nobody received its result
+        #: (``reattach``; set by ``sync_calls``).
+        self.attaches_again = False
 
     async def __aenter__(self) -> CallWait:
         self._calls._joined(self)
@@ -246,15 +255,16 @@ class CallWait:
     def _drained(self) -> MCPError:
         """The answer of a call the front end stops waiting for: its task goes on.
 
-        Retryable only with the call's idempotency key: without one a retry is a new
-        task, and the body would run twice."""
+        Retryable with the call's idempotency key, or when the same call made again
+        attaches to the task (``reattach``); otherwise a retry is a new task, and the
+        body would run twice."""
         return MCPError(
             code=SERVER_DRAINING,
             message=(
                 f"This server is shutting down; task {self.task_id} goes on without this "
                 f"call. For its result, {self._how_to_reach()}"
             ),
-            data={"taskId": self.task_id, "retryable": self._reattachable},
+            data={"taskId": self.task_id, "retryable": self._reattachable or self.attaches_again},
         )
 
     def _stuck(self, stuck: Stuck) -> MCPError:
@@ -265,13 +275,15 @@ class CallWait:
                 f"Task {self.task_id} is stuck: {stuck.message}. It keeps retrying, so a fix "
                 f"and a deploy still finish it; for its result, {self._how_to_reach()}"
             ),
-            data={"taskId": self.task_id, "retryable": self._reattachable},
+            data={"taskId": self.task_id, "retryable": self._reattachable or self.attaches_again},
         )
 
     def _how_to_reach(self) -> str:
         if self._reattachable:
             return "call again with the same Idempotency-Key, or tasks/get it"
-        return f"tasks/get {self.task_id} (calling again without an Idempotency-Key starts anew)"
+        if self.attaches_again:
+            return "call again with the same arguments (the call attaches to it), or tasks/get it"
+        return f"tasks/get {self.task_id} (calling again starts anew)"
 
     def _lost(self, err: Exception) -> MCPError:
         """Temporal refused the wait's read for good (not a blip): the task goes on."""

@@ -43,6 +43,7 @@ async def start_guarded(
     start: Callable[..., Awaitable[CreateTaskResult]],
     session_bound_keys: bool = True,
     unkeyed_task_id: str | None = None,
+    memo: Mapping[str, Any] | None = None,
 ) -> CreateTaskResult:
     """Answer a keyed retry with its task, else admit the new task and ``start`` it.
 
@@ -50,6 +51,7 @@ async def start_guarded(
     ``task_id``, ``memo`` and ``reuse_id``. ``session_bound_keys``: see
     ``idempotency.keyed_call``. ``unkeyed_task_id``: the task id of a call without a
     key (a fresh one if ``None``); taken already, the start fails as a duplicate.
+    ``memo``: the caller's own entries for the task's memo.
     """
     keyed = idempotency.keyed_call(
         engine,
@@ -75,7 +77,7 @@ async def start_guarded(
         task_workflow_id=workflow_id_for(task_id, scope, engine.scope_secret),
         lifetime=ttl + EXPIRY_GRACE,
     )
-    memo: Mapping[str, Any] = keyed.memo if keyed is not None else {}
+    memo = {**(memo or {}), **(keyed.memo if keyed is not None else {})}
     try:
         while True:
             try:

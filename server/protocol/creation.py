@@ -18,7 +18,7 @@ import functools
 import inspect
 import logging
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastmcp.exceptions import ValidationError
@@ -183,6 +183,7 @@ async def create_task(
     session_bound_keys: bool = True,
     before_start: Callable[[str], None] | None = None,
     task_id: str | None = None,
+    memo: Mapping[str, Any] | None = None,
 ) -> CreateTaskResult:
     """Validate, capture the caller, and start the task's workflow (past its guards).
 
@@ -190,7 +191,8 @@ async def create_task(
     idempotency key does not belong to its session (``idempotency``).
     ``before_start``: told the task id just before its workflow is started (a waiting
     call listens to its legs from then on). ``task_id``: the id of a call without an
-    idempotency key, instead of a fresh one (``sync_calls``)."""
+    idempotency key, instead of a fresh one (``sync_calls``). ``memo``: entries for
+    the task's memo (a plain call's key, ``reattach``)."""
     component = await registered_component(context.fastmcp, tool)
     validated = validate_arguments(
         component, arguments, strict=context.fastmcp.strict_input_validation
@@ -231,4 +233,5 @@ async def create_task(
         start=start,
         session_bound_keys=session_bound_keys,
         unkeyed_task_id=task_id,
+        memo=memo,
     )

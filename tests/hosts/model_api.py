@@ -12,7 +12,10 @@ It speaks the two APIs the hosts use, streaming as each of them asks:
 
 Every turn is decided by the conversation the host sends: one whose last turn is a
 tool result is answered with text that quotes it (``ANSWER_PREFIX`` + the result), so
-the host prints what our server returned; one that offers our tool (as
+the host prints what our server returned -- unless the result contains one of the
+``again_when`` phrases (a timeout, "still working"), which makes the model call the tool
+again with the same arguments, as a model does when told to, up to ``max_calls``
+calls; one that offers our tool (as
 ``mcp__<server>__<tool>``, or in the namespace ``mcp__<server>``) is answered
 with a call of it; anything else (a host's side request) with a short text.
 ``requests`` keeps every request body, for a failing test's message.
@@ -50,6 +53,11 @@ class ToolCall:
 class ScriptedModel:
     call: ToolCall
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: A tool result containing one of these makes the model call the tool again.
+    again_when: tuple[str, ...] = ()
+    max_calls: int = 1
+    #: Each tool result the host sent back, in order.
+    results: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.port = free_port()
@@ -88,6 +96,8 @@ class ScriptedModel:
         turn = next(self._ids)
         result = _anthropic_tool_result(body)
         ours = self._offered([tool.get("name", "") for tool in body.get("tools", [])])
+        if self._again(result):
+            result = None
         if result is not None:
             block = {"type": "text", "text": ANSWER_PREFIX + result}
         elif ours is not None:
@@ -137,6 +147,8 @@ class ScriptedModel:
         result = _responses_tool_result(body)
         offered = dict(_responses_functions(body.get("tools", [])))
         ours = self._offered(list(offered))
+        if self._again(result):
+            result = None
         if result is not None:
             item = _responses_text(turn, ANSWER_PREFIX + result)
         elif ours is not None:
@@ -164,6 +176,14 @@ class ScriptedModel:
             {"type": "response.output_item.done", "output_index": 0, "item": item},
             {"type": "response.completed", "response": {"id": f"resp_{turn}", "usage": usage}},
         )
+
+    def _again(self, result: str | None) -> bool:
+        """Record ``result``; whether the model calls the tool again instead of answering."""
+        if result is None:
+            return False
+        self.results.append(result)
+        retry = any(phrase in result for phrase in self.again_when)
+        return retry and len(self.results) < self.max_calls
 
     def _offered(self, names: list[str]) -> str | None:
         """The name under which the host offers our tool, if it does."""
