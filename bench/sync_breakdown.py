@@ -43,7 +43,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from fastmcp_temporal import TemporalTasks
+from fastmcp_temporal import TemporalTasks, ToolOptions
 from fastmcp_temporal.server.protocol import call_waits, creation, sync_calls
 from fastmcp_temporal.server.tasks import engine as engine_module
 from fastmcp_temporal.server.tasks import quota, starter, task_watch
@@ -142,6 +142,7 @@ def instrument() -> None:
     service._BridgeServiceClient._rpc_call = rpc_call  # type: ignore[method-assign]
     timed(sync_calls, "call_durably", "call_durably (all)")
     timed(sync_calls, "registered_component", "  registered_component + live check")
+    timed(sync_calls, "undelivered_task", "  undelivered_task (the attach lookup)")
     timed(sync_calls, "create_task", "  create_task")
     timed(creation, "start_guarded", "    start_guarded")
     timed(quota.CallerQuota, "admit", "      quota.admit")
@@ -233,7 +234,9 @@ async def raw_history(address: str, local: bool) -> list[Any]:
         return [event async for event in handle.fetch_history_events()]
 
 
-async def main(n: int, progress: bool, level_zero: bool, sandboxed: bool, shape: Shape) -> None:
+async def main(
+    n: int, progress: bool, level_zero: bool, sandboxed: bool, shape: Shape, attach: bool
+) -> None:
     instrument()
     async with AsyncExitStack() as stack:
         if sandboxed:
@@ -242,7 +245,9 @@ async def main(n: int, progress: bool, level_zero: bool, sandboxed: bool, shape:
             stack.enter_context(patch_level_zero())
         data_dir = tempfile.mkdtemp(prefix="bench-sync-breakdown-")
         mcp = FastMCP("sync-breakdown")
-        extension = TemporalTasks(data_dir=data_dir, ui=False)
+        # ``--no-attach``: the tool opts out of attaching repeats, so no call looks a record up.
+        tools = {} if attach else {shape.tool: ToolOptions(attach_repeats=False)}
+        extension = TemporalTasks(data_dir=data_dir, ui=False, tools=tools)
         mcp.add_extension(extension)
 
         async def echo(text: str) -> str:
@@ -295,6 +300,7 @@ async def main(n: int, progress: bool, level_zero: bool, sandboxed: bool, shape:
         + (", each with a progressToken" if progress else "")
         + (", at patch level 0 (every patch marker, as before)" if level_zero else "")
         + (", the task workflow sandboxed (as before)" if sandboxed else "")
+        + (", the tool opted out of attaching (no lookup, as before)" if not attach else "")
     )
     print(f"n = {n} calls{token}, one at a time, after 10 warm-up calls; p50 per call in ms\n")
     print("| phase | p50 ms | mean ms |")
@@ -350,7 +356,12 @@ if __name__ == "__main__":
         default="short",
         help="short: local legs (timeout=10); default: a plain task=True tool, activity legs",
     )
-    args = parse_args(parser, n=2)
-    asyncio.run(
-        main(args.n, args.progress, args.patch_level_zero, args.sandboxed, SHAPES[args.tool])
+    parser.add_argument(
+        "--no-attach",
+        action="store_true",
+        help="the tool opts out of attaching repeated calls: no lookup of an undelivered task",
     )
+    args = parse_args(parser, n=2)
+    attach = not args.no_attach
+    shape = SHAPES[args.tool]
+    asyncio.run(main(args.n, args.progress, args.patch_level_zero, args.sandboxed, shape, attach))

@@ -20,13 +20,16 @@ host printed.
   host, still waiting, gets that run's result.
 - A tool silent for longer than Claude Code's idle limit is still delivered: the
   server's keepalive progress (``FASTMCP_TEMPORAL_KEEPALIVE_S``) resets the watchdog.
-- Codex's ``tool_timeout_sec`` cuts a call: it sends ``notifications/cancelled``, and
-  the task ends ``cancelled``.
+- Codex's ``tool_timeout_sec`` cuts a call: it sends ``notifications/cancelled`` with a
+  timeout's reason, which detaches the task; the model calls again with the same
+  arguments, each call attaches to the one task, and the last gets its result -- the
+  body ran once. A person's cancel (no timeout's reason) still cancels the task.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -39,12 +42,14 @@ import pytest
 from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import DevServer
+from fastmcp_temporal.server.protocol.host_limits import is_host_timeout
 from tests.helpers import eventually, kill, spawn_worker
 from tests.hosts import HostRun, wire_log
 from tests.hosts.claude_code import WATCHDOG_INTERVAL_S, ClaudeCode, idle_aborts, watchdog_ticks
 from tests.hosts.codex import Codex, progress_received, tool_calls
 from tests.hosts.model_api import ANSWER_PREFIX, ScriptedModel, ToolCall
 from tests.hosts.wire_log import FROM_HOST, FROM_SERVER, WireMessage
+from tests.plain_calls import PlainClient, task_status
 from tests.ports import free_port
 from tests.processes.running import Process
 from tests.test_sync_calls import count_workflows
@@ -270,33 +275,68 @@ async def test_a_tool_silent_past_claude_codes_idle_limit_is_kept_alive_by_the_s
     assert longest_silence(messages, the_call(messages, "stay_silent")) < 5
 
 
-async def test_codex_tool_timeout_cancels_the_task(
+async def test_codex_tool_timeout_detaches_and_the_call_made_again_attaches(
     temporal_server: DevServer,
     temporal_client: TemporalClient,
     task_queue: str,
     tmp_path: Path,
 ) -> None:
-    """``tool_timeout_sec = 5`` against a 60 s body: Codex gives up on the call, tells the
-    server (``notifications/cancelled``), and the task is cancelled, not left running.
-    The notification does it: with it held back, the closed stream alone left the task
-    ``working``."""
+    """``tool_timeout_sec = 5`` against a 12 s body: Codex gives up on each call at 5 s and
+    tells the server (``notifications/cancelled``, reason "MCP request cancelled by
+    caller", Codex's for a timeout), which detaches the task instead of cancelling it.
+    The model, told the call timed out, calls again with the same arguments: each call
+    attaches to the one task, and the third gets its result. The body ran once, in one workflow."""
     runs = runs_dir(tmp_path)
-    call = ToolCall("stay_silent", {"seconds": 60, "runs": str(runs)})
+    call = ToolCall("stay_silent", {"seconds": 12, "runs": str(runs)})
     async with (
         front_end(temporal_server.address, task_queue, tmp_path) as server,
-        ScriptedModel(call) as model,
+        ScriptedModel(call, again_when=("timed out",), max_calls=4) as model,
     ):
         run = await Codex(tmp_path / "host", model.url, server.url, tool_timeout_s=5).run()
-        await wait_status(temporal_client, task_queue, "cancelled", tool="stay_silent")
         messages = server.messages()
-    (failed,) = tool_calls(run)
-    assert failed["status"] == "failed"
-    assert "timed out awaiting tools/call after 5s" in failed["error"]["message"]
-    sent = the_call(messages, "stay_silent")
+    assert f"silent for 12 s in process {server.pid}" in quoted(run), model.results
+    *timed_out, answered = tool_calls(run)
+    assert answered["status"] == "completed"
+    assert 2 <= len(timed_out) <= 3, tool_calls(run)
+    for failed in timed_out:
+        assert failed["status"] == "failed"
+        assert "timed out awaiting tools/call after 5s" in failed["error"]["message"]
     cancelled: list[dict[str, Any]] = [
         m.message["params"]
         for m in messages
         if m.sender == FROM_HOST and m.method == "notifications/cancelled"
     ]
-    assert [c["requestId"] for c in cancelled] == [sent.message["id"]]
-    assert markers(runs, "run") == [server.pid] and markers(runs, "done") == []
+    assert len(cancelled) == len(timed_out)
+    assert all(is_host_timeout(c.get("reason")) for c in cancelled), cancelled
+    assert markers(runs, "run") == markers(runs, "done") == [server.pid]
+    assert await count_workflows(temporal_client, task_queue, 1) == 1
+    assert await task_status(temporal_client, task_queue) == "completed"
+
+
+async def test_a_persons_cancel_still_cancels_the_task(
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    """The same front end as the hosts', a cancel without a timeout's reason (a FastMCP
+    ``Client`` cancelling its call: "caller cancelled"): the task ends ``cancelled``."""
+    runs = runs_dir(tmp_path)
+    async with (
+        front_end(temporal_server.address, task_queue, tmp_path) as server,
+        PlainClient(server.url, mode="legacy") as client,
+    ):
+        calling = asyncio.create_task(
+            client.call_tool("stay_silent", {"seconds": 60, "runs": str(runs)})
+        )
+        try:
+            await wait_status(temporal_client, task_queue, "working", tool="stay_silent")
+        finally:
+            calling.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await calling
+        await wait_status(temporal_client, task_queue, "cancelled", tool="stay_silent")
+        messages = server.messages()
+    (cancel,) = [m for m in messages if m.method == "notifications/cancelled"]
+    assert not is_host_timeout(cancel.message["params"].get("reason"))
+    assert markers(runs, "done") == []

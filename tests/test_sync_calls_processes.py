@@ -303,32 +303,44 @@ async def test_a_drained_front_end_answers_a_call_whose_task_ends_within_its_gra
     assert markers(runs, "run") == markers(runs, "done") == [(front.pid, task_id)]  # run once
 
 
-async def test_a_drained_call_without_a_key_is_not_retryable(
+async def test_a_drained_call_without_a_key_attaches_when_made_again(
     temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
 ) -> None:
-    """A host that sends no ``Idempotency-Key`` (most do not): a retry would be a new
-    task, its body run twice, so the ``-32002`` says ``retryable: false`` and points to
-    ``tasks/get``; the task goes on."""
+    """A host that sends no ``Idempotency-Key`` (most do not): the drained call's task is
+    recorded as undelivered (``reattach``), so the ``-32002`` is ``retryable`` and says to
+    call again with the same arguments; the same call on the next front end attaches to
+    the task and answers its result, the body finished once."""
     runs = tmp_path / "runs"
     runs.mkdir()
-    front, url = await hosting_front_end(
-        temporal_server.address, task_queue, tmp_path, "front-end", grace_s=1
-    )
+    address = temporal_server.address
+    old, old_url = await hosting_front_end(address, task_queue, tmp_path, "old", grace_s=1)
+    new: Process | None = None
+    new_pid = 0
     try:
-        waiting = asyncio.create_task(raw_call(url, None, runs))
+        waiting = asyncio.create_task(raw_call(old_url, None, runs))
         await eventually(lambda: len(markers(runs, "run")) == 1, timeout=60)
-        front.signal(signal.SIGTERM)
+        new, new_url = await hosting_front_end(address, task_queue, tmp_path, "new")
+        new_pid = new.pid
+        old.signal(signal.SIGTERM)
         error = (await asyncio.wait_for(waiting, timeout=60))["error"]
-        assert await front.exit_code(timeout=60) == 0
+        assert await old.exit_code(timeout=60) == 0
         handle = await only_task(temporal_client, task_queue)
         assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+        retry = asyncio.create_task(raw_call(new_url, None, runs))
+        (runs / "release").write_text("")
+        body = await asyncio.wait_for(retry, timeout=60)
     finally:
-        front.stop()
+        old.stop()
+        if new is not None:
+            new.stop()
     (task_id,) = {t for _, t in markers(runs, "run")}
     assert error["code"] == SERVER_DRAINING
-    assert error["data"] == {"taskId": task_id, "retryable": False}
-    assert f"tasks/get {task_id}" in error["message"]
-    await handle.terminate("the test is over")
+    assert error["data"] == {"taskId": task_id, "retryable": True}
+    assert "call again with the same arguments" in error["message"]
+    assert answered_text(body) == await completed_text(handle)
+    assert await count_workflows(temporal_client, task_queue, 1) == 1
+    assert [t for _, t in markers(runs, "done")] == [task_id]  # the body finished once
+    assert new_pid in {pid for pid, _ in markers(runs, "done")}
 
 
 def refuses_connections(url: str) -> bool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import types
 from pathlib import Path
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_core import ErrorDetails
@@ -208,6 +208,29 @@ class TemporalTasksSettings(BaseSettings):
             "overrides it.",
         ),
     ] = DEFAULT_SESSION_MAX_AGE_S
+    on_host_timeout: Annotated[
+        Literal["detach", "cancel"],
+        Field(
+            description="What a host's timeout does to the task of a plain `tools/call`: a "
+            '`notifications/cancelled` whose reason says the request timed out ("Request timed '
+            'out", as Gemini CLI, Qwen Code, opencode, Cline and Continue send it) `detach`es '
+            "the task -- it runs on, and the same call made again attaches to it and gets its "
+            "result -- or `cancel`s it, as a cancel without a reason (a person's) always does. "
+            "`TemporalTasks(on_host_timeout=...)` overrides it.",
+        ),
+    ] = "detach"
+    host_limits: Annotated[
+        dict[str, float],
+        Field(
+            description="Hard limits of hosts on one tool call, in seconds, by `clientInfo` "
+            "name prefix (`*`: any other client; `0`: none), as JSON, e.g. "
+            '`{"gemini-cli": 1800, "codex-mcp-client": 120}`. They override and extend the '
+            "built-in table (Cline, Continue: 60; Gemini CLI, Qwen Code: 600). A plain call "
+            "from such a host is answered a little before its limit, saying the work goes on "
+            "and that calling again with the same arguments returns its result. "
+            "`TemporalTasks(host_limits=...)` overrides it.",
+        ),
+    ] = {}
     codec_token: Annotated[
         SecretStr | None,
         Field(
@@ -343,5 +366,9 @@ def _type_name(annotation: Any) -> str:
     """``SecretStr | None`` -> ``secret``: the type as an operator writes the value."""
     if get_origin(annotation) in (Union, types.UnionType):
         return " or ".join(_type_name(a) for a in get_args(annotation) if a is not type(None))
+    if get_origin(annotation) is Literal:
+        return " or ".join(f"`{value}`" for value in get_args(annotation))
+    if get_origin(annotation) is dict:
+        return "JSON object"
     names = {bool: "boolean", int: "integer", float: "number", str: "string", Path: "path"}
     return names.get(annotation, "secret" if annotation is SecretStr else str(annotation))

@@ -169,6 +169,7 @@ async def running(
             ),
             max_payload_bytes=payloads.max_payload_bytes,
             max_open_tasks_per_caller=options.max_open_tasks_per_caller,
+            on_host_timeout=options.on_host_timeout,
         )
         live.engine.starter.fairness = Fairness.resolve(
             options.fairness, scope_secret=live.engine.scope_secret
@@ -204,8 +205,12 @@ async def running(
                 keepalive_s=options.keepalive_s,
                 reads_per_second=options.wait_reads_per_second,
                 on_wait=lambda: drain.arm(waits),
+                host_limits=options.host_limits,
             )
             await stack.enter_async_context(waits.running())
+            # The reason of each client's cancel, for the plain call it cancels (``peer_cancels``).
+            server.add_middleware(waits.cancel_reasons)
+            stack.callback(server.middleware.remove, waits.cancel_reasons)
             # Under ``uvicorn app:app`` its handler is in place already: take it now, so
             # every SIGTERM goes through the drain (and exits 0), calls waiting or not.
             drain.arm(waits)

@@ -24,8 +24,10 @@ from temporalio.service import TLSConfig
 from fastmcp_temporal.activities.remote_connections import RemoteServers
 from fastmcp_temporal.server.core import metrics, scope
 from fastmcp_temporal.server.core.settings import load_settings
+from fastmcp_temporal.server.protocol.host_limits import check_host_limits
 from fastmcp_temporal.server.tasks.fairness import FairnessHook
 from fastmcp_temporal.server.tasks.starter import ToolOptions
+from fastmcp_temporal.server.tasks.undelivered import HostTimeout
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.workflows.models import LegPolicy, UndeclaredInput
 
@@ -74,6 +76,8 @@ class ExtensionOptions:
     wait_reads_per_second: int
     drain_grace_s: float
     session_max_age_s: float
+    on_host_timeout: HostTimeout
+    host_limits: Mapping[str, float]
 
     @classmethod
     def resolve(
@@ -117,6 +121,8 @@ class ExtensionOptions:
         wait_reads_per_second: int | None,
         drain_grace_s: float | None,
         session_max_age_s: float | None,
+        on_host_timeout: HostTimeout | None,
+        host_limits: Mapping[str, float] | None,
     ) -> ExtensionOptions:
         """The arguments checked (``ValueError`` names the bad one), defaults filled in."""
         if ttl_ms <= 0:
@@ -139,6 +145,8 @@ class ExtensionOptions:
             raise ValueError("drain_grace_s must not be negative")
         if session_max_age_s is not None and session_max_age_s <= 0:
             raise ValueError("session_max_age_s must be positive")
+        if on_host_timeout is not None and on_host_timeout not in ("detach", "cancel"):
+            raise ValueError('on_host_timeout must be "detach" or "cancel"')
         settings = load_settings()
         if client_given and encryption_key is not None:
             raise ValueError(
@@ -196,6 +204,12 @@ class ExtensionOptions:
             drain_grace_s=settings.drain_grace_s if drain_grace_s is None else drain_grace_s,
             session_max_age_s=(
                 settings.session_max_age_s if session_max_age_s is None else session_max_age_s
+            ),
+            on_host_timeout=(
+                settings.on_host_timeout if on_host_timeout is None else on_host_timeout
+            ),
+            host_limits=check_host_limits(
+                settings.host_limits if host_limits is None else host_limits
             ),
         )
 

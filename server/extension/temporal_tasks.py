@@ -48,6 +48,7 @@ from fastmcp_temporal.server.protocol.task_methods import TaskMethods
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.fairness import FairnessHook
 from fastmcp_temporal.server.tasks.starter import ToolOptions
+from fastmcp_temporal.server.tasks.undelivered import HostTimeout
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.workflows.models import LegPolicy, UndeclaredInput
 
@@ -176,6 +177,17 @@ class TemporalTasks(ServerExtension):
         session_max_age_s: How long a 2025-xx session id is served by any front
             end of the deployment (default ``FASTMCP_TEMPORAL_SESSION_MAX_AGE_S``,
             else 24 h). See ``fastmcp_temporal.server.protocol.sessions``.
+        on_host_timeout: What a host's timeout cancel ("Request timed out") does to a
+            plain call's task: ``"detach"`` (default, unless
+            ``FASTMCP_TEMPORAL_ON_HOST_TIMEOUT``): it runs on, and the same call made
+            again attaches to it; ``"cancel"``: cancelled, as a person's cancel. See
+            ``fastmcp_temporal.server.protocol.peer_cancels``.
+        host_limits: Hard limits of hosts on one tool call, in seconds, by
+            ``clientInfo`` name prefix (``"*"``: any other client; ``0``: none),
+            over the built-in table (``server.protocol.host_limits``; default
+            ``FASTMCP_TEMPORAL_HOST_LIMITS``). A plain call from such a host is
+            answered before the limit: the work goes on, and calling again with the
+            same arguments returns its result (``server.protocol.early_answers``).
     """
 
     identifier = TASKS_EXTENSION_ID
@@ -222,6 +234,8 @@ class TemporalTasks(ServerExtension):
         wait_reads_per_second: int | None = None,
         drain_grace_s: float | None = None,
         session_max_age_s: float | None = None,
+        on_host_timeout: HostTimeout | None = None,
+        host_limits: Mapping[str, float] | None = None,
     ) -> None:
         self._options = ExtensionOptions.resolve(
             client_given=client is not None,
@@ -262,6 +276,8 @@ class TemporalTasks(ServerExtension):
             wait_reads_per_second=wait_reads_per_second,
             drain_grace_s=drain_grace_s,
             session_max_age_s=session_max_age_s,
+            on_host_timeout=on_host_timeout,
+            host_limits=host_limits,
         )
         self._client = client
         self._plugins = tuple(plugins)

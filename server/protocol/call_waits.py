@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from fastmcp.server.context import Context
@@ -47,6 +47,7 @@ from fastmcp_temporal.client_wire import SERVER_DRAINING
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol.call_progress import TICK_S, CallProgress
+from fastmcp_temporal.server.protocol.cancel_reasons import CancelReasons
 from fastmcp_temporal.server.protocol.idempotency import requested_key
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
@@ -70,9 +71,14 @@ class WaitingCalls:
         keepalive_s: float,
         reads_per_second: int,
         on_wait: Callable[[], None] | None = None,
+        host_limits: Mapping[str, float] | None = None,
     ) -> None:
-        """``on_wait``: called as each call begins to wait (``extension.drain`` arms there)."""
+        """``on_wait``: called as each call begins to wait (``extension.drain`` arms there).
+        ``host_limits``: the server's overrides of the hosts' hard limits (``host_limits``)."""
         self.engine = engine
+        #: A client's cancel reason, for the call it names (in the server's middleware).
+        self.cancel_reasons = CancelReasons()
+        self.host_limits: Mapping[str, float] = dict(host_limits or {})
         self._on_wait = on_wait
         self.leg_news = leg_news
         self.keepalive_s = keepalive_s
@@ -181,6 +187,9 @@ class CallWait:
         self._reattachable = False
         with contextlib.suppress(MCPError):  # a malformed key: the create refuses it
             self._reattachable = requested_key(context) is not None
+        #: The same call made again attaches to its task once nobody received its result
+        #: (``reattach``; set by ``sync_calls``).
+        self.attaches_again = False
 
     async def __aenter__(self) -> CallWait:
         self._calls._joined(self)
@@ -225,19 +234,22 @@ class CallWait:
     def _drained(self) -> MCPError:
         """The answer of a call the front end stops waiting for: its task goes on.
 
-        Retryable only with the call's idempotency key: without one a retry is a new
-        task, and the body would run twice."""
+        Retryable with the call's idempotency key, or when the same call made again
+        attaches to the task (``reattach``); otherwise a retry is a new task, and the
+        body would run twice."""
         if self._reattachable:
             how = "call again with the same Idempotency-Key, or tasks/get it"
+        elif self.attaches_again:
+            how = "call again with the same arguments (the call attaches to it), or tasks/get it"
         else:
-            how = f"tasks/get {self.task_id} (calling again without an Idempotency-Key starts anew)"
+            how = f"tasks/get {self.task_id} (calling again starts anew)"
         return MCPError(
             code=SERVER_DRAINING,
             message=(
                 f"This server is shutting down; task {self.task_id} goes on without this "
                 f"call. For its result, {how}"
             ),
-            data={"taskId": self.task_id, "retryable": self._reattachable},
+            data={"taskId": self.task_id, "retryable": self._reattachable or self.attaches_again},
         )
 
     def _lost(self, err: Exception) -> MCPError:

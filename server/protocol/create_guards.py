@@ -42,12 +42,13 @@ async def start_guarded(
     arguments: dict[str, Any],
     start: Callable[..., Awaitable[CreateTaskResult]],
     session_bound_keys: bool = True,
+    memo: Mapping[str, Any] | None = None,
 ) -> CreateTaskResult:
     """Answer a keyed retry with its task, else admit the new task and ``start`` it.
 
     ``start`` is ``TaskEngine.start`` with the call bound; the guards pass its
     ``task_id``, ``memo`` and ``reuse_id``. ``session_bound_keys``: see
-    ``idempotency.keyed_call``.
+    ``idempotency.keyed_call``. ``memo``: the caller's own entries for the task's memo.
     """
     keyed = idempotency.keyed_call(
         engine,
@@ -73,7 +74,7 @@ async def start_guarded(
         task_workflow_id=workflow_id_for(task_id, scope, engine.scope_secret),
         lifetime=ttl + EXPIRY_GRACE,
     )
-    memo: Mapping[str, Any] = keyed.memo if keyed is not None else {}
+    memo = {**(memo or {}), **(keyed.memo if keyed is not None else {})}
     try:
         while True:
             try:

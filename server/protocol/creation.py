@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastmcp.exceptions import ValidationError
@@ -163,13 +163,15 @@ async def create_task(
     *,
     session_bound_keys: bool = True,
     before_start: Callable[[str], None] | None = None,
+    memo: Mapping[str, Any] | None = None,
 ) -> CreateTaskResult:
     """Validate, capture the caller, and start the task's workflow (past its guards).
 
     ``session_bound_keys=False`` (durable sync calls): an anonymous caller's
     idempotency key does not belong to its session (``idempotency``).
     ``before_start``: told the task id just before its workflow is started (a waiting
-    call listens to its legs from then on)."""
+    call listens to its legs from then on). ``memo``: entries for the task's memo
+    (a plain call's key, ``reattach``)."""
     component = await registered_component(context.fastmcp, tool)
     validated = validate_arguments(component, arguments)
     body: WorkflowBody | None = None
@@ -207,4 +209,5 @@ async def create_task(
         arguments=arguments,
         start=start,
         session_bound_keys=session_bound_keys,
+        memo=memo,
     )

@@ -27,15 +27,19 @@ The wait is ``call_waits``: its end from one long poll, what its legs say
 when they run here in-process, everything else from the front end's one
 bounded read loop; progress and log lines relayed, kept alive through
 silence, and answered ``-32002`` when the front end is stopped before the task
-ends. ``notifications/cancelled`` for the request cancels the task; a dropped
-connection (or a stopping front end) does not -- the work goes on, and a retry
-with the same ``Idempotency-Key`` attaches to it and answers its result
-without running the body again.
+ends. ``notifications/cancelled`` for the request goes to ``peer_cancels``: a
+person's cancel cancels the task, a host's timeout detaches it. A dropped
+connection (or a stopping front end) leaves the work going on. Either way a
+host that gave up leaves its task *undelivered* (``reattach``): the same call
+made again attaches to it and answers its result without running the body
+again, as a retry with the same ``Idempotency-Key`` does. A host whose limit is
+hard is answered just before it (``early_answers``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable
 from typing import Any
 
@@ -53,14 +57,19 @@ from fastmcp_temporal.activities.input_capabilities import undeclared
 from fastmcp_temporal.activities.tool_leg import registered_component
 from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.core.scope import task_scope
-from fastmcp_temporal.server.core.wire import GetTaskResult
+from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol import mrtr
 from fastmcp_temporal.server.protocol.call_waits import CallWait, WaitingCalls
 from fastmcp_temporal.server.protocol.creation import create_task, declared_capabilities
+from fastmcp_temporal.server.protocol.early_answers import answer_in_s, still_running
 from fastmcp_temporal.server.protocol.live_request import needs_live_request
+from fastmcp_temporal.server.protocol.peer_cancels import peer_cancel
+from fastmcp_temporal.server.protocol.reattach import Delivery, delivery_for, undelivered_task
 from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_live
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
+
+logger = logging.getLogger(__name__)
 
 
 async def call_durably(
@@ -69,43 +78,66 @@ async def call_durably(
     params: mcp_types.CallToolRequestParams,
     context: Context,
     call_next: ToolCallContinuation,
+    *,
+    attach: bool = True,
 ) -> ToolCallOutcome:
     """Start (or attach to, or answer) the call's task and answer with how it ended.
 
     A body that needs the live request (``live_request``) runs inline instead.
+    ``attach=False``: start a new task even if a host gave one up (``reattach``).
     """
     component = await registered_component(context.fastmcp, tool)
     if needs_live_request(component):
         return await call_next()
     engine = waits.engine
     scope = task_scope()
+    arguments = dict(params.arguments or {})
+    delivery = delivery_for(engine, tool.name, tool.version, arguments, context, scope=scope)
+    began = asyncio.get_running_loop().time()
+    answer_in = answer_in_s(context, delivery, waits.host_limits)
+    answer_by = began + answer_in if answer_in is not None else None
     async with waits.wait_for(context) as wait:
+        wait.attaches_again = delivery.call_key is not None
         run_id: str | None = None
         view: GetTaskResult | None = None
         request_state = context.request_state
         if request_state is not None and mrtr.is_ours(request_state):
+            answer_by = None  # an answer to a question: its host is a 2026-07-28 client
             with metrics.request("tools/call"), temporal_busy_as_error("tools/call"):
                 task_id = mrtr.resumed_task(request_state, scope=scope, tool_name=tool.name)
                 wait.listen(task_id, scope)
                 await mrtr.answer(engine, task_id, context.input_responses, scope=scope)
         else:
-            # Measured as a task's creation; the wait below is not part of it.
-            with metrics.creating(tool.name), temporal_busy_as_error("tools/call"):
-                created = await create_task(
-                    engine,
-                    tool,
-                    dict(params.arguments or {}),
-                    context,
-                    session_bound_keys=False,
-                    before_start=lambda task_id: wait.listen(task_id, scope),
-                )
-                task_id, run_id = created.task_id, created.started_run_id
-                wait.listen(task_id, scope)  # an idempotency key's existing task: from now
-                if created.status != "working":  # that task asks, or has ended
-                    view = await engine.get(task_id, scope)
+            if attach:
+                with temporal_busy_as_error("tools/call"):
+                    view = await undelivered_task(engine, delivery, scope)
+            if view is not None:  # a host gave this call's task up: answer from it
+                task_id = view.task_id
+                wait.listen(task_id, scope)
+            else:
+                # Measured as a task's creation; the wait below is not part of it.
+                with metrics.creating(tool.name), temporal_busy_as_error("tools/call"):
+                    created = await create_task(
+                        engine,
+                        tool,
+                        arguments,
+                        context,
+                        session_bound_keys=False,
+                        before_start=lambda task_id: wait.listen(task_id, scope),
+                        memo=delivery.memo,
+                    )
+                    task_id, run_id = created.task_id, created.started_run_id
+                    delivery.of_task(task_id, created.created_at, created.ttl_ms)
+                    wait.listen(task_id, scope)  # an idempotency key's existing task: from now
+                    if created.status != "working":  # that task asks, or has ended
+                        view = await engine.get(task_id, scope)
         while True:
             if view is None or not _answerable(view):
-                view = await _waited(engine, wait, context, run_id)
+                view = await _waited(waits, wait, context, run_id, delivery, answer_by)
+            if view is None:  # the host's hard limit is near: answer now, the work goes on
+                await delivery.given_up(engine)
+                waited = asyncio.get_running_loop().time() - began
+                return still_running(tool.name, task_id, waited, keyed=delivery.keyed)
             questions = view.input_requests or {}
             if view.status != "input_required" or not can_ask_live(context, questions):
                 break
@@ -118,6 +150,9 @@ async def call_durably(
                 await engine.update(task_id, scope, answers)
             view = None
     with temporal_busy_as_error("tools/call"):
+        if view.status in TERMINAL_STATUSES and not await delivery.take(engine):
+            # Another call that attached to this task delivered its result first.
+            return await call_durably(waits, tool, params, context, call_next, attach=False)
         return await _answer(engine, view, scope, tool.name, context)
 
 
@@ -126,18 +161,39 @@ def _answerable(view: GetTaskResult) -> bool:
 
 
 async def _waited(
-    engine: TaskEngine, wait: CallWait, context: Context, run_id: str | None
-) -> GetTaskResult:
-    """The task once it ends or asks; cancelled with it if the client cancels the request."""
-    try:
-        return await wait.until_answerable(run_id)
-    except BaseException:
-        if _compat.peer_cancelled(context):
-            # The client cancelled this request: the task is its work, cancel it too.
+    waits: WaitingCalls,
+    wait: CallWait,
+    context: Context,
+    run_id: str | None,
+    delivery: Delivery,
+    answer_by: float | None,
+) -> GetTaskResult | None:
+    """The task once it ends or asks; ``None`` at ``answer_by`` (a host's hard limit is near).
+
+    If the client cancels the request, ``peer_cancels`` decides what becomes of the task;
+    if nobody is left to receive the answer (a dropped connection, a stopping front
+    end), the task is recorded as undelivered, so that the call made again attaches.
+    """
+    engine = waits.engine
+    with waits.cancel_reasons.expecting(context) as cancel:
+        try:
+            if answer_by is None:
+                return await wait.until_answerable(run_id)
+            with anyio.move_on_after(answer_by - asyncio.get_running_loop().time()):
+                return await wait.until_answerable(run_id)
+            return None
+        except BaseException:
             assert wait.task_id is not None
             with anyio.CancelScope(shield=True):
-                await engine.cancel(wait.task_id, task_scope())
-        raise
+                if _compat.peer_cancelled(context):
+                    reason = await cancel.reason()
+                    try:
+                        await peer_cancel(engine, wait.task_id, task_scope(), reason)
+                    except Exception:  # the request ends as it does; the task stays as it is
+                        logger.warning("Cancelling task %s failed", wait.task_id, exc_info=True)
+                else:
+                    await delivery.given_up(engine)
+            raise
 
 
 async def _cancelling_on_failure(

@@ -60,6 +60,7 @@ from fastmcp_temporal.server.tasks.pending_input import (
 from fastmcp_temporal.server.tasks.quota import CallerQuota
 from fastmcp_temporal.server.tasks.starter import ToolOptions, WorkflowStarter
 from fastmcp_temporal.server.tasks.task_records import TaskDescription, TaskRecords
+from fastmcp_temporal.server.tasks.undelivered import HostTimeout, UndeliveredCalls
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     INPUT_CAPABILITIES_MEMO,
@@ -133,8 +134,11 @@ class TaskEngine:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         undeclared_input: UndeclaredInput = "park",
         max_open_tasks_per_caller: int | None = None,
+        on_host_timeout: HostTimeout = "detach",
     ) -> None:
         self.client = client
+        #: What a host's timeout cancel does to a plain call's task (``protocol.peer_cancels``).
+        self.on_host_timeout: HostTimeout = on_host_timeout
         #: The rule ``create_task`` stamps on each new task (``CallerSnapshot.undeclared_input``).
         self.undeclared_input: UndeclaredInput = undeclared_input
         self.scope_secret = scope_secret
@@ -160,6 +164,10 @@ class TaskEngine:
             tools=tools or {},
             scope_secret=scope_secret,
             query_timeout=query_timeout,
+        )
+        #: Tasks a host gave up on, found again by their call (``protocol.reattach``).
+        self.undelivered = UndeliveredCalls(
+            client, task_queue=task_queue, scope_secret=scope_secret, query_timeout=query_timeout
         )
 
     # -- creation -------------------------------------------------------------

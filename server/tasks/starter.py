@@ -90,6 +90,13 @@ class ToolOptions:
             (``server.protocol.sync_calls``). ``None``: the extension's
             ``durable_sync_calls``; ``False``: inline, e.g. for a body that needs
             the live request in a way the task cannot relay.
+        attach_repeats: Whether a plain call of this tool made again -- same caller,
+            same arguments -- after its host gave up on the first one attaches to
+            that first task and answers its result (``server.protocol.reattach``;
+            ``None``: yes). ``False`` for a tool each call of which must run
+            afresh (a roll of the dice, a new id): a repeated call is then a new
+            task, a host's timeout cancels the task as a person's cancel does, and
+            the server does not answer early before a host's hard limit.
     """
 
     ttl_ms: int | None = None
@@ -98,6 +105,7 @@ class ToolOptions:
     workflow_task_timeout: timedelta | None = None
     max_open_tasks_per_caller: int | None = None
     durable_sync_calls: bool | None = None
+    attach_repeats: bool | None = None
 
     def __post_init__(self) -> None:
         if self.ttl_ms is not None and self.ttl_ms <= 0:
@@ -144,6 +152,11 @@ class WorkflowStarter:
         elif update.get("task_queue", default.task_queue) is None and tool_timeout_s is not None:
             update["local"] = tool_timeout_s < default.local_timeout_s
         return default.model_copy(update=update) if update else default
+
+    def attaches_repeats(self, tool_name: str) -> bool:
+        """Whether a repeated plain call of the tool may attach to an undelivered task."""
+        options = self.tools.get(tool_name)
+        return options is None or options.attach_repeats is not False
 
     def task_timeout(self, tool_name: str, *, local_legs: bool) -> timedelta | None:
         """The workflow task timeout its tasks start with (``None``: Temporal's default)."""

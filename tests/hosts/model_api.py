@@ -16,16 +16,15 @@ It speaks the APIs the hosts use, streaming as each of them asks:
 
 Every turn is decided by the conversation the host sends (``_decide``): one whose
 last turn is a tool result is answered with text that quotes it (``ANSWER_PREFIX`` +
-the result), so the host prints what our server returned -- unless the result asks
-the model, in plain words, to call again with the same arguments (``ASKS_AGAIN``: the
-work goes on past the host's limit), or, with ``retry_timeouts``, it is the host's
-own "timed out" error: then the model calls the tool again with the same arguments,
-as a model does, up to ``MAX_CALLS`` calls in one conversation. One that offers our
-tool (as ``mcp__<server>__<tool>``, ``<server>__<tool>``, ``mcp_<server>_<tool>``,
-or in the namespace ``mcp__<server>``) is answered with a call of it; anything else
-(a host's side request) with a short text. ``requests`` keeps every request body,
-for a failing test's message; ``results`` every tool result the model was given, in
-the order it first saw them: what the model was told.
+the result), so the host prints what our server returned -- unless the result
+contains one of the ``again_when`` phrases (the server's "call it again with the same
+arguments", a host's "timed out"), which makes the model call the tool again with the
+same arguments, as a model does when told to, up to ``max_calls`` calls in one
+conversation. One that offers our tool (as ``mcp__<server>__<tool>``,
+``<server>__<tool>``, ``mcp_<server>_<tool>``, or in the namespace ``mcp__<server>``)
+is answered with a call of it; anything else (a host's side request) with a short
+text. ``requests`` keeps every request body, for a failing test's message;
+``results`` every tool result the model was given, in order: what it was told.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,15 +45,6 @@ from starlette.routing import Route
 from tests.ports import free_port
 
 ANSWER_PREFIX = "The tool answered: "
-#: A tool result that tells the model to ask again: the work goes on, and calling again
-#: with the same arguments returns its result (the server's answer before a hard limit).
-ASKS_AGAIN = re.compile(
-    r"\bcall(?:ing)? (?:it |this tool |the tool )?again\b.*\bsame arguments", re.I | re.S
-)
-#: A host's own error for a call it gave up on (Gemini CLI, Cline, Continue, Codex).
-TIMED_OUT = re.compile(r"timed out|request timeout", re.I)
-#: The most calls of the tool the model makes in one conversation.
-MAX_CALLS = 8
 
 
 @dataclass(frozen=True)
@@ -79,9 +68,11 @@ Turn = ToolCall | Text
 @dataclass
 class ScriptedModel:
     call: ToolCall
-    #: Whether a host's "timed out" error makes the model call again, as a model does.
-    retry_timeouts: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: A tool result containing one of these makes the model call the tool again.
+    again_when: tuple[str, ...] = ()
+    max_calls: int = 1
+    #: Each tool result the host gave the model, in order.
     results: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -123,8 +114,8 @@ class ScriptedModel:
         if not ends_with_result:
             return self.call if offered is not None else Text("ok")
         result = results[-1]
-        again = ASKS_AGAIN.search(result) or (self.retry_timeouts and TIMED_OUT.search(result))
-        if again and offered is not None and len(results) < MAX_CALLS:
+        again = any(phrase in result for phrase in self.again_when)
+        if again and offered is not None and len(results) < self.max_calls:
             return self.call
         return Text(ANSWER_PREFIX + result)
 
