@@ -199,6 +199,7 @@ async def test_a_client_timeout_detaches_and_the_same_call_attaches(
         "Request timed out",  # Gemini CLI
         "McpError: MCP error -32001: Request timed out",  # the TypeScript SDK's String(error)
         "AbortError: the server did not respond within 12000ms idle timeout",  # Qwen Code idle
+        "MCP request cancelled by caller",  # Codex (rmcp), at its tool_timeout_sec
     ],
 )
 async def test_a_host_timeout_detaches_and_the_call_made_again_gets_the_finished_result(
@@ -278,19 +279,23 @@ async def test_a_tool_that_opts_out_runs_again_and_a_timeout_cancels_it(
     assert runs == ["roll", "roll"]
 
 
-async def test_tasks_cancel_of_a_detached_task_makes_the_call_start_anew(
+async def test_tasks_cancel_of_a_task_answered_early_makes_the_call_start_anew(
     temporal_tasks: BuildTasks, runs: list[str], temporal_client: TemporalClient, task_queue: str
 ) -> None:
-    async with serving(temporal_tasks, runs) as url, Handshake(url) as host:
-        await host.cancelled_call(
-            "brew", {"seconds": 30}, "Request timed out", temporal_client, task_queue
-        )
-        (workflow_id,) = await workflows(temporal_client, task_queue)
-        await temporal_client.get_workflow_handle(workflow_id).cancel()  # a person, elsewhere
+    """The early answer names the task; a person cancels it with ``tasks/cancel`` (from a
+    client that has the tasks extension). The same call made again is then a new task."""
+    async with (
+        serving(temporal_tasks, runs, host_limits={"cline": 4}) as url,
+        Handshake(url, client_name="Cline") as host,
+    ):
+        first = await host.call("brew", {"seconds": 30})
+        task_id = first["result"]["_meta"][STILL_RUNNING_META]["taskId"]
+        await RawMcp(url).result("tasks/cancel", {"taskId": task_id})
         await wait_status(temporal_client, task_queue, "cancelled")
-        answer = await host.call("brew", {"seconds": 1, "blend": "house"})
-        assert text_of(answer) == "house brewed in 1 s"
+        again = await host.call("brew", {"seconds": 30})
+        assert again["result"]["_meta"][STILL_RUNNING_META]["taskId"] != task_id
     assert runs == ["brew:house", "brew:house"]
+    assert len(await workflows(temporal_client, task_queue)) == 2
 
 
 async def test_the_on_host_timeout_setting_cancels_instead(
