@@ -35,7 +35,12 @@ from temporalio.client import Client as TemporalClient
 
 from fastmcp_temporal import TemporalTasks, ToolOptions
 from fastmcp_temporal.server.protocol.early_answers import STILL_RUNNING_META
-from tests.plain_calls import PlainClient, task_status, wait_status, workflows
+from fastmcp_temporal.server.protocol.host_limits import (
+    answer_within_s,
+    hard_limit_s,
+    is_host_timeout,
+)
+from tests.plain_calls import PlainClient, count_workflows, task_status, wait_status, workflows
 from tests.ports import run_server_async
 from tests.wire import RawMcp
 
@@ -240,6 +245,23 @@ async def test_a_closed_stream_leaves_the_task_for_the_call_made_again(
     assert runs == ["brew:house"]
 
 
+async def test_a_closed_stream_on_the_handshake_wire_leaves_the_task_undelivered(
+    url: str, runs: list[str], temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """On 2025-11-25 the SDK keeps the handler of a call whose SSE stream closed; the
+    server sees the client went away, so the same call made again attaches."""
+    async with Handshake(url) as host:
+        calling = asyncio.create_task(host.call("brew", {"seconds": 5}))
+        await wait_status(temporal_client, task_queue, "working")
+        calling.cancel()  # the call's stream closes unread; the session stays
+        with contextlib.suppress(asyncio.CancelledError):
+            await calling
+        await asyncio.sleep(2)  # a tick or two for the server to see it
+        answer = await host.call("brew", {"seconds": 5})
+    assert text_of(answer) == "house brewed in 5 s"
+    assert runs == ["brew:house"]
+
+
 async def test_a_delivered_result_is_not_answered_again(
     url: str, runs: list[str], temporal_client: TemporalClient, task_queue: str
 ) -> None:
@@ -251,7 +273,24 @@ async def test_a_delivered_result_is_not_answered_again(
         second = await host.call("brew", {"seconds": 2})  # a new task
     assert text_of(first) == text_of(second) == "house brewed in 2 s"
     assert runs == ["brew:house", "brew:house"]
-    assert len(await workflows(temporal_client, task_queue)) == 2
+    assert await count_workflows(temporal_client, task_queue, 2) == 2
+
+
+async def test_of_two_calls_made_again_at_once_one_gets_the_result_the_other_runs_anew(
+    url: str, runs: list[str], temporal_client: TemporalClient, task_queue: str
+) -> None:
+    """Both attach to the detached task; the one that takes its record answers its result,
+    the other (a result is answered at most once) starts a task of its own."""
+    async with Handshake(url) as host:
+        await host.cancelled_call(
+            "brew", {"seconds": 4}, "Request timed out", temporal_client, task_queue
+        )
+        answers = await asyncio.gather(
+            host.call("brew", {"seconds": 4}), host.call("brew", {"seconds": 4})
+        )
+    assert [text_of(answer) for answer in answers] == ["house brewed in 4 s"] * 2
+    assert runs == ["brew:house", "brew:house"]
+    assert await count_workflows(temporal_client, task_queue, 2) == 2
 
 
 async def test_other_arguments_start_a_new_task(
@@ -295,7 +334,7 @@ async def test_tasks_cancel_of_a_task_answered_early_makes_the_call_start_anew(
         again = await host.call("brew", {"seconds": 30})
         assert again["result"]["_meta"][STILL_RUNNING_META]["taskId"] != task_id
     assert runs == ["brew:house", "brew:house"]
-    assert len(await workflows(temporal_client, task_queue)) == 2
+    assert await count_workflows(temporal_client, task_queue, 2) == 2
 
 
 async def test_the_on_host_timeout_setting_cancels_instead(
@@ -353,3 +392,42 @@ async def test_a_fastmcp_client_named_as_a_hard_limit_host_is_answered_early(
             await client.call_tool("brew", {"seconds": 3})
         assert (await client.call_tool("brew", {"seconds": 3})).data == "house brewed in 3 s"
     assert runs == ["brew:house"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "timeout"),
+    [
+        ("Request timed out", True),
+        ("SdkError: Request timed out", True),
+        ("McpError: MCP error -32001: Request timed out", True),
+        ("AbortError: the server did not respond within 12000ms idle timeout", True),
+        ("timed out after 30.0s", True),
+        ("MCP request cancelled by caller", True),
+        (None, False),
+        ("caller cancelled", False),
+        ("User cancelled the operation", False),
+        ("AbortError: This operation was aborted", False),
+    ],
+)
+def test_which_reasons_are_a_hosts_timeout(reason: str | None, timeout: bool) -> None:
+    assert is_host_timeout(reason) is timeout
+
+
+def test_host_limits_override_and_extend_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert hard_limit_s("Cline", {}) == 60
+    assert hard_limit_s("gemini-cli-mcp-client-durable", {}) == 600
+    assert hard_limit_s("qwen-cli-mcp-client-durable", {}) == 600
+    assert hard_limit_s("codex-mcp-client", {}) is None
+    assert hard_limit_s("codex-mcp-client", {"codex": 120, "*": 50}) == 120
+    assert hard_limit_s("claude-code", {"*": 50}) == 50
+    assert hard_limit_s("Cline", {"cline": 0}) is None
+    assert hard_limit_s(None, {}) is None
+    assert answer_within_s(60) == 54 and answer_within_s(600) == 540
+    monkeypatch.setenv("FASTMCP_TEMPORAL_HOST_LIMITS", '{"cline": 600}')
+    monkeypatch.setenv("FASTMCP_TEMPORAL_ON_HOST_TIMEOUT", "cancel")
+    options = TemporalTasks()._options
+    assert options.host_limits == {"cline": 600} and options.on_host_timeout == "cancel"
+    with pytest.raises(ValueError, match="host_limits"):
+        TemporalTasks(host_limits={"cline": -1})
+    with pytest.raises(ValueError, match="on_host_timeout"):
+        TemporalTasks(on_host_timeout="ignore")  # type: ignore[arg-type]

@@ -9,6 +9,11 @@ the extension runs, hands each waiting call the reason of the cancel aimed at it
 the call says which request it is (``expecting``: its connection's
 ``Context.session_id`` and its request id), the cancel resolves it. Only calls
 that wait are remembered, and each only while it waits.
+
+A cancel whose reason does not arrive within ``REASON_WAIT_S`` counts as one
+without a reason (a person's): e.g. a server mounted into another one, whose
+notifications only the parent's middleware sees. That is the behaviour from
+before reasons were read: the task is cancelled.
 """
 
 from __future__ import annotations

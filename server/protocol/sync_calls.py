@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable
 from typing import Any
 
@@ -47,6 +48,7 @@ import anyio
 import mcp_types
 from fastmcp.exceptions import ToolError
 from fastmcp.server.context import Context
+from fastmcp.server.dependencies import get_http_request
 from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
 from fastmcp.tools.base import Tool, ToolResult
 from mcp.shared.exceptions import MCPError
@@ -59,6 +61,7 @@ from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.core.scope import task_scope
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol import mrtr
+from fastmcp_temporal.server.protocol.call_progress import TICK_S
 from fastmcp_temporal.server.protocol.call_waits import CallWait, WaitingCalls
 from fastmcp_temporal.server.protocol.creation import create_task, declared_capabilities
 from fastmcp_temporal.server.protocol.early_answers import answer_in_s, still_running
@@ -134,8 +137,7 @@ async def call_durably(
         while True:
             if view is None or not _answerable(view):
                 view = await _waited(waits, wait, context, run_id, delivery, answer_by)
-            if view is None:  # the host's hard limit is near: answer now, the work goes on
-                await delivery.given_up(engine)
+            if view is None:  # the host's limit is near, or it left: answer now, the work goes on
                 waited = asyncio.get_running_loop().time() - began
                 return still_running(tool.name, task_id, waited, keyed=delivery.keyed)
             questions = view.input_requests or {}
@@ -168,7 +170,8 @@ async def _waited(
     delivery: Delivery,
     answer_by: float | None,
 ) -> GetTaskResult | None:
-    """The task once it ends or asks; ``None`` at ``answer_by`` (a host's hard limit is near).
+    """The task once it ends or asks; ``None`` at ``answer_by`` (a host's hard limit is near)
+    or once the client closed the call's stream -- then the task is recorded undelivered.
 
     If the client cancels the request, ``peer_cancels`` decides what becomes of the task;
     if nobody is left to receive the answer (a dropped connection, a stopping front
@@ -177,10 +180,14 @@ async def _waited(
     engine = waits.engine
     with waits.cancel_reasons.expecting(context) as cancel:
         try:
-            if answer_by is None:
-                return await wait.until_answerable(run_id)
-            with anyio.move_on_after(answer_by - asyncio.get_running_loop().time()):
-                return await wait.until_answerable(run_id)
+            with anyio.CancelScope(deadline=answer_by if answer_by is not None else math.inf) as by:
+                closing = asyncio.ensure_future(_cancel_when_stream_closes(context, by))
+                try:
+                    return await wait.until_answerable(run_id)
+                finally:
+                    closing.cancel()
+            # The host's hard limit is near, or it closed the call's stream: answer now.
+            await delivery.given_up(engine)
             return None
         except BaseException:
             assert wait.task_id is not None
@@ -194,6 +201,28 @@ async def _waited(
                 else:
                     await delivery.given_up(engine)
             raise
+
+
+async def _cancel_when_stream_closes(context: Context, scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` once the client closed this request's HTTP stream.
+
+    On 2025-xx the SDK keeps a request's handler running when its SSE stream
+    closes without a cancel (for the client to resume it with ``Last-Event-ID``):
+    a host that gave up that way (Copilot CLI) would leave the call waiting, and
+    its task delivered to nobody. Once a tick, the request is asked whether its
+    client went away (Starlette's ``is_disconnected``: no I/O, a look at the
+    connection's state); on 2026-07-28 a closed stream cancels the handler itself.
+    """
+    request_context = context.request_context
+    if request_context is None or request_context.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return  # 2026-07-28: a closed stream cancels the handler
+    try:
+        request = get_http_request()
+    except RuntimeError:
+        return  # not HTTP: nothing to watch
+    while not await request.is_disconnected():
+        await asyncio.sleep(TICK_S)
+    scope.cancel()
 
 
 async def _cancelling_on_failure(
