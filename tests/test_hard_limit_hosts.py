@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -89,12 +90,23 @@ def cline(timeout_s: int | None = None) -> HostFactory:
     return lambda root, model, server: Cline(root, model, server, timeout_s=timeout_s)
 
 
-#: Each host with its ``clientInfo`` name, its hard limit by default, and whether its
-#: ``tools/call`` asks for progress (Cline and Continue send no ``_meta`` at all).
+@dataclass(frozen=True)
+class RealHost:
+    """A host with its default settings, and what it says about itself on the wire."""
+
+    start: HostFactory
+    #: The ``clientInfo.name`` it sends at ``initialize``.
+    client_name: str
+    #: Its hard limit on one tool call by default.
+    default_limit_s: float
+    #: Whether its ``tools/call`` asks for progress (Cline and Continue send no ``_meta``).
+    asks_for_progress: bool
+
+
 HOSTS = {
-    "gemini-cli": (gemini_cli(), "gemini-cli-mcp-client", 600, True),
-    "cline": (cline(), "@cline/core", 60, False),
-    "continue-cli": (ContinueCli, "continue-cli-client", 60, False),
+    "gemini-cli": RealHost(gemini_cli(), "gemini-cli-mcp-client", 600, True),
+    "cline": RealHost(cline(), "@cline/core", 60, False),
+    "continue-cli": RealHost(ContinueCli, "continue-cli-client", 60, False),
 }
 
 
@@ -178,17 +190,18 @@ async def test_the_server_answers_before_the_hard_limit_and_the_call_made_again_
     task_queue: str,
     tmp_path: Path,
 ) -> None:
-    """The host with its default settings; the body takes 8 s past the 5 s answer."""
-    host, client_name, default_limit_s, asks_for_progress = HOSTS[name]
+    """The host with its default settings, the server told its limit is 8 s: it answers
+    at 5 s (3 s before), and the 8 s body ends while the call made again waits."""
+    host = HOSTS[name]
     runs = runs_dir(tmp_path)
     seconds = BELIEVED_LIMIT_S
     call = ToolCall("stay_silent", {"seconds": seconds, "runs": str(runs)})
-    believed = {env_var("host_limits"): json.dumps({client_name: BELIEVED_LIMIT_S})}
+    believed = {env_var("host_limits"): json.dumps({host.client_name: BELIEVED_LIMIT_S})}
     async with (
         front_end(temporal_server.address, task_queue, tmp_path, env=believed) as server,
         ScriptedModel(call, again_when=(CALL_AGAIN,), max_calls=MAX_CALLS) as model,
     ):
-        run = await host(tmp_path / "host", model.url, server.url).run()
+        run = await host.start(tmp_path / "host", model.url, server.url).run()
         messages = server.messages()
     assert f"silent for {seconds} s in process {server.pid}" in quoted(run), model.results
     told, *_ = model.results
@@ -204,12 +217,13 @@ async def test_the_server_answers_before_the_hard_limit_and_the_call_made_again_
     assert await count_workflows(temporal_client, task_queue, 1) == 1
     assert await task_status(temporal_client, task_queue) == "completed"
     # What the host says about itself, and what the server's table knows of it.
-    assert client_info(messages)["name"] == client_name
+    assert client_info(messages)["name"] == host.client_name
     assert all(
-        ("progressToken" in c.message["params"].get("_meta", {})) == asks_for_progress for c in made
+        ("progressToken" in c.message["params"].get("_meta", {})) == host.asks_for_progress
+        for c in made
     )
-    assert hard_limit_s(client_name, {}) == default_limit_s, (
-        f"the built-in table does not know {name}'s clientInfo {client_name!r}"
+    assert hard_limit_s(host.client_name, {}) == host.default_limit_s, (
+        f"the built-in table does not know {name}'s clientInfo {host.client_name!r}"
     )
 
 
@@ -222,15 +236,15 @@ async def test_a_persons_cancel_cancels_a_task_a_real_host_left(
     """Cline is answered before its limit (the early answer leaves the task working and
     undelivered); its model does not call again. A person then cancels the task with
     ``tasks/cancel``, by the id the early answer carried: it ends ``cancelled``."""
-    _, client_name, _, _ = HOSTS["cline"]
     runs = runs_dir(tmp_path)
     call = ToolCall("stay_silent", {"seconds": 60, "runs": str(runs)})
-    believed = {env_var("host_limits"): json.dumps({client_name: BELIEVED_LIMIT_S})}
+    cline_host = HOSTS["cline"]
+    believed = {env_var("host_limits"): json.dumps({cline_host.client_name: BELIEVED_LIMIT_S})}
     async with (
         front_end(temporal_server.address, task_queue, tmp_path, env=believed) as server,
         ScriptedModel(call) as model,
     ):
-        run = await cline()(tmp_path / "host", model.url, server.url).run()
+        run = await cline_host.start(tmp_path / "host", model.url, server.url).run()
         (early,) = early_answers(server.messages())
         assert await task_status(temporal_client, task_queue) == "working"
         task_id = early["_meta"][STILL_RUNNING_META]["taskId"]
