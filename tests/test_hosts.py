@@ -23,7 +23,8 @@ host printed.
 - Codex's ``tool_timeout_sec`` cuts a call: it sends ``notifications/cancelled`` with a
   timeout's reason, which detaches the task; the model calls again with the same
   arguments, each call attaches to the one task, and the last gets its result -- the
-  body ran once. A person's cancel (no timeout's reason) still cancels the task.
+  body ran once. A person's cancel (no timeout's reason) still cancels the task. With
+  its limit known (``host_limits``), Codex is answered before it and calls again.
 """
 
 from __future__ import annotations
@@ -311,6 +312,34 @@ async def test_codex_tool_timeout_detaches_and_the_call_made_again_attaches(
     assert markers(runs, "run") == markers(runs, "done") == [server.pid]
     assert await count_workflows(temporal_client, task_queue, 1) == 1
     assert await task_status(temporal_client, task_queue) == "completed"
+
+
+async def test_codex_with_its_limit_known_is_answered_before_it_and_calls_again(
+    temporal_server: DevServer,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    """The front end knows this Codex's ``tool_timeout_sec`` (6 s, ``host_limits``): it
+    answers each call at 3 s, before Codex gives up, saying the work goes on and to call
+    again with the same arguments -- so Codex never cancels. The model does as told; the
+    third call gets the 8 s body's result, from the one task."""
+    runs = runs_dir(tmp_path)
+    call = ToolCall("stay_silent", {"seconds": 8, "runs": str(runs)})
+    limits = {"FASTMCP_TEMPORAL_HOST_LIMITS": '{"codex-mcp-client": 6}'}
+    async with (
+        front_end(temporal_server.address, task_queue, tmp_path, env=limits) as server,
+        ScriptedModel(call, again_when=("still working",), max_calls=4) as model,
+    ):
+        run = await Codex(tmp_path / "host", model.url, server.url, tool_timeout_s=6).run()
+        messages = server.messages()
+    assert f"silent for 8 s in process {server.pid}" in quoted(run), model.results
+    early = [result for result in model.results if "still working" in result]
+    assert 2 <= len(early) <= 3, model.results
+    assert all("call 'stay_silent' again with exactly the same arguments" in r for r in early)
+    assert [m for m in messages if m.method == "notifications/cancelled"] == []
+    assert markers(runs, "run") == markers(runs, "done") == [server.pid]
+    assert await count_workflows(temporal_client, task_queue, 1) == 1
 
 
 async def test_a_persons_cancel_still_cancels_the_task(

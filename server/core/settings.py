@@ -213,7 +213,8 @@ class TemporalTasksSettings(BaseSettings):
         Field(
             description="What a host's timeout does to the task of a plain `tools/call`: a "
             '`notifications/cancelled` whose reason says the request timed out ("Request timed '
-            'out", as Gemini CLI, Qwen Code, opencode, Cline and Continue send it) `detach`es '
+            "out\", as Gemini CLI, Qwen Code, opencode, Cline and Continue send it; Codex's "
+            '"MCP request cancelled by caller") `detach`es '
             "the task -- it runs on, and the same call made again attaches to it and gets its "
             "result -- or `cancel`s it, as a cancel without a reason (a person's) always does. "
             "`TemporalTasks(on_host_timeout=...)` overrides it.",
