@@ -1,16 +1,20 @@
-"""Real MCP hosts for tests: Claude Code and the Codex CLI, each with a scripted model.
+"""Real MCP hosts for tests, each with a scripted model: Claude Code, the Codex CLI, the
+Gemini CLI, Cline and the Continue CLI.
 
 - ``model_api``: the model API a host talks to, on 127.0.0.1 (``ScriptedModel``): its
-  first turn calls one of our tools, its next turn quotes what the tool returned.
-- ``claude_code``, ``codex``: start the host's real binary, non-interactive, with a
-  fresh home, no network but 127.0.0.1, pointed at the scripted model and at our
-  server (known to both hosts as ``SERVER``); each run returns a ``HostRun``.
+  first turn calls one of our tools, its next turn quotes what the tool returned (or
+  calls again, when the result asks it to).
+- ``claude_code``, ``codex``, ``gemini_cli``, ``cline``, ``continue_cli``: start the
+  host's real binary, non-interactive, with a fresh home, no network but 127.0.0.1,
+  pointed at the scripted model and at our server (known to every host as
+  ``SERVER``); each run returns a ``HostRun``.
 - ``wire_log``: what crossed the wire between a host and our server, recorded at the
   server's HTTP edge.
 
 Where the hosts come from: ``./dev test`` installs Claude Code with the ``hosts``
-extra (the ``claude-agent-sdk`` wheel bundles the binary) and the Codex CLI with npm
-into ``.hosts/``. A host that is not installed skips its tests, naming why.
+extra (the ``claude-agent-sdk`` wheel bundles the binary), and the others with npm
+into ``.hosts/`` (``npm_host``), each at the version ``dev`` pins. A host that is not
+installed skips its tests, naming why.
 """
 
 from __future__ import annotations
