@@ -42,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from fastmcp.server.context import Context
@@ -69,6 +69,9 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 #: After the grace, how long the calls still waiting get to take their ``-32002``.
 _ANSWER_LEFT_TICKS = 5
+#: How long a call made again waits for a call of the same key to settle its task's fate
+#: (a cancel's reason, ``cancel_reasons.REASON_WAIT_S``, then a Temporal write or two).
+GIVING_UP_WAIT_S = 5.0
 
 
 class WaitingCalls:
@@ -104,6 +107,9 @@ class WaitingCalls:
         self._reads: set[asyncio.Task[None]] = set()
         self._emptied = asyncio.Event()
         self._draining = False
+        #: Calls whose host just gave up, by call key (``reattach``), until their task is
+        #: detached or cancelled: the same call made again meanwhile waits for that.
+        self._giving_up: dict[str, asyncio.Event] = {}
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -117,6 +123,33 @@ class WaitingCalls:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+
+    @contextlib.contextmanager
+    def giving_up(self, call_key: str | None) -> Iterator[None]:
+        """While inside, the call keyed ``call_key`` decides what becomes of its task.
+
+        A host that timed out calls again at once (its model is told "timed out"),
+        often before the cancel's reason has arrived and the task has been recorded
+        undelivered; ``given_up`` lets that call wait for the decision here instead
+        of starting the body again."""
+        if call_key is None:
+            yield
+            return
+        decided = self._giving_up[call_key] = asyncio.Event()
+        try:
+            yield
+        finally:
+            decided.set()
+            if self._giving_up.get(call_key) is decided:
+                del self._giving_up[call_key]
+
+    async def given_up(self, call_key: str | None) -> None:
+        """Return once no call of this front end is deciding the fate of ``call_key``'s task
+        (at most ``GIVING_UP_WAIT_S``: past it the call looks on as if none were)."""
+        decided = self._giving_up.get(call_key) if call_key is not None else None
+        if decided is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(decided.wait(), GIVING_UP_WAIT_S)
 
     def wait_for(self, context: Context) -> CallWait:
         """A wait for one ``tools/call``; refused while this front end drains."""

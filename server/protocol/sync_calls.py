@@ -144,6 +144,7 @@ async def _durably(
                 await mrtr.answer(engine, task_id, context.input_responses, scope=scope)
         else:
             if attach:
+                await waits.given_up(delivery.call_key)
                 with temporal_busy_as_error("tools/call"):
                     view = await undelivered_task(engine, delivery, scope)
             if view is not None:  # a host gave this call's task up: answer from it
@@ -253,7 +254,7 @@ async def _waited(
             return None
         except BaseException:
             assert wait.task_id is not None
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True), waits.giving_up(delivery.call_key):
                 if _compat.peer_cancelled(context):
                     reason = await cancel.reason()
                     try:
