@@ -14,10 +14,10 @@ import contextlib
 import itertools
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -27,6 +27,7 @@ from tests.processes.running import Process
 
 PROTOCOL = "2025-06-18"  # what Codex speaks
 SECRET = "one deployment's scope secret"
+T = TypeVar("T")
 
 
 @dataclass
@@ -55,6 +56,28 @@ class Fleet:
         """The front end that served the one request ``predicate`` picks from the log."""
         (entry,) = [entry for entry in await self.log() if predicate(entry)]
         return int(entry["upstream"])
+
+    async def served_by(self, session_id: str) -> list[int]:
+        """The front end that served each request of ``session_id`` so far, in order."""
+        return [entry["upstream"] for entry in await self.log() if entry["session"] == session_id]
+
+    async def on(
+        self, upstream: int, session_id: str, send: Callable[[], Awaitable[T]], tries: int = 50
+    ) -> list[tuple[int, T]]:
+        """``send`` (one request of ``session_id``), steered to front end ``upstream``, again
+        until one reaches it (another caller's request may take the steered turn): each
+        answer, with the front end that gave it."""
+        answers: list[tuple[int, T]] = []
+        served = await self.served_by(session_id)
+        for _ in range(tries):
+            await self.steer(upstream)
+            answer = await send()
+            before, served = len(served), await self.served_by(session_id)
+            (landed,) = served[before:]
+            answers.append((landed, answer))
+            if landed == upstream:
+                return answers
+        raise AssertionError(f"{tries} requests steered to {upstream} all reached another")
 
 
 @contextlib.asynccontextmanager
