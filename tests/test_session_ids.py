@@ -11,6 +11,7 @@ one logged out. A live ``s2.`` id is still served (a rolling upgrade). ``DELETE`
 A is honoured by B too, and by a front end started after it (polled; the latency is
 in ``bench/session_ids.py``), through a logout workflow that never asks for a worker.
 What these ids cost a front end and another caller beside them: the same benchmark.
+The same ids and logouts through a round-robin proxy: ``tests/test_fleet_sessions.py``.
 """
 
 from __future__ import annotations
