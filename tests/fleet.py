@@ -3,7 +3,8 @@
 ``running_fleet`` starts ``size`` front ends (``tests.processes.session_server``: no
 worker, one scope secret) and ``tests.processes.round_robin_proxy`` in front of them,
 all real processes on 127.0.0.1; the test runs the legs in its own worker
-(``session_server.tools``). ``Fleet.url`` is the one URL clients use. ``RawSession``
+(``legs_worker``: ``session_server.tools``); the ``fleet`` fixture is both, without
+auth (import ``fleet_fixture``). ``Fleet.url`` is the one URL clients use. ``RawSession``
 speaks the 2025-06-18 wire by hand, reading each POST's SSE answer as it arrives.
 """
 
@@ -14,19 +15,26 @@ import contextlib
 import itertools
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+import pytest
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
 
+from fastmcp_temporal import DevServer, McpTasksPlugin
 from fastmcp_temporal.server.core.settings import env_var
 from tests.ports import free_port
 from tests.processes.running import Process
+from tests.processes.session_server import tools
 
 PROTOCOL = "2025-06-18"  # what Codex speaks
 SECRET = "one deployment's scope secret"
+T = TypeVar("T")
 
 
 @dataclass
@@ -55,6 +63,38 @@ class Fleet:
         """The front end that served the one request ``predicate`` picks from the log."""
         (entry,) = [entry for entry in await self.log() if predicate(entry)]
         return int(entry["upstream"])
+
+    async def logged(self, picks: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The log's entry of the one request ``picks`` picks, once it has passed."""
+        for _ in range(600):
+            found = [entry for entry in await self.log() if picks(entry)]
+            if found:
+                (entry,) = found
+                return entry
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no such request passed the proxy: {await self.log()}")
+
+    async def served_by(self, session_id: str) -> list[int]:
+        """The front end that served each request of ``session_id`` so far, in order."""
+        return [entry["upstream"] for entry in await self.log() if entry["session"] == session_id]
+
+    async def on(
+        self, upstream: int, session_id: str, send: Callable[[], Awaitable[T]], tries: int = 50
+    ) -> list[tuple[int, T]]:
+        """``send`` (one request of ``session_id``), steered to front end ``upstream``, again
+        until one reaches it (another caller's request may take the steered turn): each
+        answer, with the front end that gave it."""
+        answers: list[tuple[int, T]] = []
+        served = await self.served_by(session_id)
+        for _ in range(tries):
+            await self.steer(upstream)
+            answer = await send()
+            before, served = len(served), await self.served_by(session_id)
+            (landed,) = served[before:]
+            answers.append((landed, answer))
+            if landed == upstream:
+                return answers
+        raise AssertionError(f"{tries} requests steered to {upstream} all reached another")
 
 
 @contextlib.asynccontextmanager
@@ -96,6 +136,28 @@ async def running_fleet(
     finally:
         for process in started:
             process.stop()
+
+
+def legs_worker(temporal_client: TemporalClient, task_queue: str) -> Worker:
+    """The legs' worker; it tells Temporal of a leg's heartbeat at least every second (as
+    the embedded worker does), so a cancelled leg hears it within about a second."""
+    return Worker(
+        temporal_client,
+        task_queue=task_queue,
+        plugins=[McpTasksPlugin(tools)],
+        max_heartbeat_throttle_interval=timedelta(seconds=1),
+    )
+
+
+@pytest.fixture(name="fleet")
+async def fleet_fixture(
+    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
+) -> AsyncIterator[Fleet]:
+    async with (
+        legs_worker(temporal_client, task_queue),
+        running_fleet(temporal_server.address, task_queue, tmp_path) as running,
+    ):
+        yield running
 
 
 @dataclass

@@ -15,6 +15,8 @@ process, no affinity), on the 2025-06-18 wire by hand and with the MCP SDK's
   and the call held by the first one ends as cancelled;
 - the same wire id sent by another caller, or by the caller in another session,
   delivers nothing.
+
+Logouts and hostile session ids through the same proxy: ``tests/test_fleet_sessions.py``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,37 +35,20 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
-from temporalio.worker import Worker
 
-from fastmcp_temporal import DevServer, McpTasksPlugin
+from fastmcp_temporal import DevServer
 from fastmcp_temporal.server.protocol import live_calls
 from fastmcp_temporal.server.protocol.live_calls import LiveCalls, QuestionRef
 from fastmcp_temporal.server.tasks.engine import workflow_id_for
-from tests.fleet import SECRET, Fleet, RawSession, running_fleet
+from tests.fleet import (  # noqa: F401 (fleet_fixture: the fixture)
+    SECRET,
+    Fleet,
+    RawSession,
+    fleet_fixture,
+    legs_worker,
+    running_fleet,
+)
 from tests.helpers import eventually
-from tests.processes.session_server import tools
-
-
-def legs_worker(temporal_client: TemporalClient, task_queue: str) -> Worker:
-    """The legs' worker; it tells Temporal of a leg's heartbeat at least every second (as
-    the embedded worker does), so a cancelled leg hears it within about a second."""
-    return Worker(
-        temporal_client,
-        task_queue=task_queue,
-        plugins=[McpTasksPlugin(tools)],
-        max_heartbeat_throttle_interval=timedelta(seconds=1),
-    )
-
-
-@pytest.fixture
-async def fleet(
-    temporal_server: DevServer, temporal_client: TemporalClient, task_queue: str, tmp_path: Path
-) -> AsyncIterator[Fleet]:
-    async with (
-        legs_worker(temporal_client, task_queue),
-        running_fleet(temporal_server.address, task_queue, tmp_path) as running,
-    ):
-        yield running
 
 
 def asks(frame: dict[str, Any]) -> bool:
@@ -238,7 +221,7 @@ async def test_the_sdk_client_cancels_through_the_other_front_end(
         calling.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await calling
-        cancel = await _logged(fleet, "notifications/cancelled")
+        cancel = await fleet.logged(lambda entry: entry.get("rpc") == "notifications/cancelled")
     (call,) = [entry for entry in await fleet.log() if entry.get("rpc") == "tools/call"]
     assert cancel["upstream"] == 1 - held_by and cancel["params"]["requestId"] == call["id"]
     calls = LiveCalls()
@@ -250,17 +233,6 @@ async def test_the_sdk_client_cancels_through_the_other_front_end(
             break
         await asyncio.sleep(0.1)
     assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
-
-
-async def _logged(fleet: Fleet, rpc: str) -> dict[str, Any]:
-    """The proxy's log entry of the one ``rpc`` request, once it has passed."""
-    for _ in range(600):
-        found = [entry for entry in await fleet.log() if entry.get("rpc") == rpc]
-        if found:
-            (entry,) = found
-            return entry
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no {rpc} passed the proxy")
 
 
 async def test_another_sessions_or_callers_answer_changes_nothing(

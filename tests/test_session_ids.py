@@ -11,6 +11,7 @@ one logged out. A live ``s2.`` id is still served (a rolling upgrade). ``DELETE`
 A is honoured by B too, and by a front end started after it (polled; the latency is
 in ``bench/session_ids.py``), through a logout workflow that never asks for a worker.
 What these ids cost a front end and another caller beside them: the same benchmark.
+The same ids and logouts through a round-robin proxy: ``tests/test_fleet_sessions.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import httpx
 from temporalio.api.enums.v1 import EventType
@@ -40,7 +41,6 @@ from tests.test_sessions import (  # noqa: F401 (front_end: the fixture)
     SECRET,
     UNKNOWN,
     Answer,
-    FrontEnd,
     Handshake,
     StartFrontEnd,
     front_end,
@@ -53,7 +53,6 @@ async def test_no_id_a_caller_builds_is_more_than_an_unknown_session(
 ) -> None:
     a, b = await front_end("a", auth=True), await front_end("b", auth=True)
     now = time.time()
-    expired_seal = SessionSeal(deployment_key(), max_age_s=60, clock=lambda: now - 3600)
     async with http_client() as http:
         alice = Handshake(http, user="alice")
         await alice.initialize(a.url)
@@ -61,19 +60,9 @@ async def test_no_id_a_caller_builds_is_more_than_an_unknown_session(
         huge = Handshake(http, user="alice")
         await huge.initialize(a.url, HUGE["capabilities"])
         assert huge.session_id is not None and not SessionSeal.minted(huge.session_id)
-        middle = len(alice.session_id) // 2
-        flipped = "A" if alice.session_id[middle] != "A" else "B"
         hostile = {
             "issue 49's initialize, elsewhere": huge.session_id,
-            "issue 49's initialize, sealed s2": legacy_id(HUGE, now, user="alice"),
-            "altered": alice.session_id[:middle] + flipped + alice.session_id[middle + 1 :],
-            "another caller's": legacy_id(HELLO, now, user="bob"),
-            "another deployment's": SessionSeal.for_deployment(OTHER_SECRET.encode(), DAY_S).mint(
-                opening(HELLO), caller("alice")
-            ),
-            "expired": expired_seal.mint(opening(HELLO), caller("alice")),
-            "expired s2": legacy_id(HELLO, now - DAY_S - 60, user="alice"),
-            "too long": "s3." + "A" * 20_000,
+            **hostile_ids(alice.session_id, now),
         }
         answers: dict[str, Answer] = {}
         deleted: dict[str, int] = {}
@@ -84,7 +73,7 @@ async def test_no_id_a_caller_builds_is_more_than_an_unknown_session(
                     continue  # the SDK's own session, on the front end that opened it
                 client = Handshake(http, user="alice", session_id=session_id)
                 answers[f"{what} on {name}"] = await client.request(front.url, "ping", {})
-                deleted[f"{what} on {name}"] = await delete(http, front, client)
+                deleted[f"{what} on {name}"] = await delete(http, front.url, client)
         live_s2 = Handshake(http, user="alice", session_id=legacy_id(HELLO, now, user="alice"))
         served_s2 = await live_s2.request(b.url, "tools/list", {})
         served = await alice.request(b.url, "ping", {})
@@ -108,11 +97,11 @@ async def test_a_logout_on_one_front_end_is_honoured_by_every_front_end(
         await kept.initialize(a.url)
         before = await alice.request(b.url, "ping", {})  # B serves (and caches) it
         assert before.status == 200
-        assert await delete(http, a, alice) == 200
+        assert await delete(http, a.url, alice) == 200
         right_after = await alice.request(a.url, "ping", {})
-        on_b = await until_refused(alice, b)
+        on_b = await until_refused(lambda: alice.request(b.url, "ping", {}))
         later = await front_end("started-after-the-logout", auth=True)
-        on_later = await until_refused(alice, later)
+        on_later = await until_refused(lambda: alice.request(later.url, "ping", {}))
         others = await kept.request(later.url, "ping", {})
     assert (right_after.status, right_after.frames) == (404, [UNKNOWN])
     assert (on_b.status, on_b.frames) == (404, [UNKNOWN])
@@ -129,15 +118,35 @@ async def test_a_logout_on_one_front_end_is_honoured_by_every_front_end(
     ]
 
 
-async def delete(http: httpx.AsyncClient, front: FrontEnd, client: Handshake) -> int:
-    return (await http.delete(front.url, headers=client.headers())).status_code
+def hostile_ids(alice_id: str, now: float) -> dict[str, str]:
+    """Ids alice can build or get at ``now`` that are no live session of hers, given one
+    that is (``alice_id``, an ``s3.`` id): what each is, and the id."""
+    middle = len(alice_id) // 2
+    flipped = "A" if alice_id[middle] != "A" else "B"
+    expired_seal = SessionSeal(deployment_key(), max_age_s=60, clock=lambda: now - 3600)
+    return {
+        "issue 49's initialize, sealed s2": legacy_id(HUGE, now, user="alice"),
+        "altered": alice_id[:middle] + flipped + alice_id[middle + 1 :],
+        "another caller's": legacy_id(HELLO, now, user="bob"),
+        "another deployment's": SessionSeal.for_deployment(OTHER_SECRET.encode(), DAY_S).mint(
+            opening(HELLO), caller("alice")
+        ),
+        "expired": expired_seal.mint(opening(HELLO), caller("alice")),
+        "expired s2": legacy_id(HELLO, now - DAY_S - 60, user="alice"),
+        "too long": "s3." + "A" * 20_000,
+    }
 
 
-async def until_refused(client: Handshake, front: FrontEnd, deadline_s: float = 60) -> Any:
-    """The first answer of ``front`` that is not a ``200``, asked every 0.1 s."""
+async def delete(http: httpx.AsyncClient, url: str, client: Handshake) -> int:
+    return (await http.delete(url, headers=client.headers())).status_code
+
+
+async def until_refused(ask: Callable[[], Awaitable[Answer]], deadline_s: float = 60) -> Answer:
+    """The first answer of ``ask`` (one request) that is not a ``200``, asked every 0.1 s
+    (a logout reaches the other front ends through Temporal, in about a second)."""
     deadline = time.monotonic() + deadline_s
     while True:
-        answer = await client.request(front.url, "ping", {})
+        answer = await ask()
         if answer.status != 200 or time.monotonic() > deadline:
             return answer
         await asyncio.sleep(0.1)

@@ -131,17 +131,20 @@ class Answer:
 @dataclass
 class Handshake:
     """A raw 2025-06-18 client: ``initialize``, then ``Mcp-Session-Id`` on each request
-    to the front end the test names, server messages on a GET stream."""
+    to the front end the test names, server messages on a GET stream. ``protocol`` is
+    the version its requests name once it has an id (another client's session may
+    have negotiated another)."""
 
     http: httpx.AsyncClient
     user: str | None = None
     session_id: str | None = None
+    protocol: str = PROTOCOL
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def headers(self) -> dict[str, str]:
         headers = {"accept": "application/json, text/event-stream"}
         if self.session_id is not None:
-            headers |= {"mcp-session-id": self.session_id, "mcp-protocol-version": PROTOCOL}
+            headers |= {"mcp-session-id": self.session_id, "mcp-protocol-version": self.protocol}
         if self.user is not None:
             headers["authorization"] = f"Bearer user-{self.user}"
         return headers
