@@ -1,9 +1,10 @@
 """Which test modules run on every FastMCP line, and why.
 
-The whole suite runs on FastMCP 4.1.4 with the peer (``./dev test``). The other
-lines (the newest 4.1.x, the newest 4.2.x) run what can differ between FastMCP
-lines: the modules below, each marked ``every_line`` at collection, so CI runs
-``-m "every_line and not chaos"`` there. What can differ is what goes through
+The whole suite runs on FastMCP 4.1.4 with the peer (``./dev test``). The newest
+releases the bounds allow (``FASTMCP_LINE=newest``: FastMCP 4.2.x today) run what
+can differ between FastMCP lines: the modules below, each marked ``every_line`` at
+collection, with the core (``CORE``, below), so CI runs ``-m "(every_line or core)
+and not chaos"`` there, and the core alone on the newest 4.1.x. What can differ is what goes through
 FastMCP or the MCP SDK: every private name in ``fastmcp_temporal/_compat.py``,
 the wire FastMCP serializes, the client half, FastMCP's ``Context`` inside a
 task, its argument validation, its auth context, its transports, and the MCP
@@ -77,8 +78,8 @@ EVERY_LINE: dict[str, str] = {
 
 CORE_MARKER = "core"
 
-#: The core CI's ``newest`` job runs on the newest releases pyproject.toml's bounds
-#: allow (``FASTMCP_LINE=newest ./dev test -m core``): a test module, or one test of
+#: The core, which CI runs on the newest releases pyproject.toml's bounds allow and
+#: on the newest 4.1.x (``FASTMCP_LINE=newest ./dev test -m core``): a test module, or one test of
 #: it (``module::test``) -> the private names of ``fastmcp_temporal/_compat.py`` it
 #: exercises. Small on purpose (about a minute): it tells early whether a new release
 #: within the bounds still works; the lines above tell the rest.
@@ -96,7 +97,7 @@ CORE: dict[str, str] = {
     "test_sync_calls_lifecycle::test_notifications_cancelled_cancels_the_task": "a "
     "client's cancel (ServerSession._request_outbound)",
     "test_sessions::test_the_sdk_client_carries_on_when_its_front_end_is_killed": "the "
-    "SDK's session manager: a session this process never saw",
+    "sessions' ASGI seam: a session this process never saw",
     "test_sessions::test_a_deleted_session_is_refused_where_it_was_deleted": "the same",
     "test_lines": "these lists themselves",
 }
