@@ -5,7 +5,7 @@ releases the bounds allow (``FASTMCP_LINE=newest``: FastMCP 4.2.x today) run wha
 can differ between FastMCP lines: the modules below, each marked ``every_line`` at
 collection, with the core (``CORE``, below), so CI runs ``-m "(every_line or core)
 and not chaos"`` there, and the core alone on the newest 4.1.x. What can differ is what goes through
-FastMCP or the MCP SDK: every private name in ``fastmcp_temporal/_compat.py``,
+FastMCP or the MCP SDK: every private name in ``fastmcp_temporal/_compat/``,
 the wire FastMCP serializes, the client half, FastMCP's ``Context`` inside a
 task, its argument validation, its auth context, its transports, and the MCP
 types a recorded history decodes into. What is left out runs Temporal's
@@ -80,7 +80,7 @@ CORE_MARKER = "core"
 
 #: The core, which CI runs on the newest releases pyproject.toml's bounds allow and
 #: on the newest 4.1.x (``FASTMCP_LINE=newest ./dev test -m core``): a test module, or one test of
-#: it (``module::test``) -> the private names of ``fastmcp_temporal/_compat.py`` it
+#: it (``module::test``) -> the private names of ``fastmcp_temporal/_compat/`` it
 #: exercises. Small on purpose (about a minute): it tells early whether a new release
 #: within the bounds still works; the lines above tell the rest.
 CORE: dict[str, str] = {

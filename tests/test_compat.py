@@ -1,6 +1,6 @@
 """A FastMCP release without a private name ``_compat`` reads still imports, and says so.
 
-Each private name ``fastmcp_temporal/_compat.py`` reads at module load is looked
+Each private name ``fastmcp_temporal/_compat/`` reads at module load is looked
 up, not imported: if one moves, ``import fastmcp_temporal`` (and every module of
 the package) still works, and the first use of what it served logs a warning that
 names it and what stops working. Simulated here in a fresh interpreter (so this
@@ -100,11 +100,11 @@ def test_with_every_private_name_present_nothing_is_degraded() -> None:
     import fastmcp.tools.function_tool as function_tool
     from temporalio import workflow
 
-    from fastmcp_temporal import _compat
+    from fastmcp_temporal._compat import degraded, fastmcp_names
 
-    assert _compat._bg_headers is dependencies._background_task_headers
-    assert _compat._bg_session_id is dependencies._background_task_session_id
-    assert _compat._fastmcp_is_client_tool_call is dependencies._is_client_tool_call
-    assert _compat._validate_input is function_tool._validate_input
+    assert fastmcp_names._bg_headers is dependencies._background_task_headers
+    assert fastmcp_names._bg_session_id is dependencies._background_task_session_id
+    assert fastmcp_names._fastmcp_is_client_tool_call is dependencies._is_client_tool_call
+    assert fastmcp_names._validate_input is function_tool._validate_input
     assert hasattr(workflow, "_Definition")
-    assert _compat._warned == set()
+    assert degraded._warned == set()

@@ -133,10 +133,30 @@ def test_workflow_code_imports_nothing_of_server() -> None:
 
 
 def test_every_part_is_installed_by_a_plain_install() -> None:
-    """``packages`` is a list (package-dir maps folders): a part left out is not installed."""
+    """``packages`` is a list (package-dir maps folders): a package left out is not installed."""
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    parts = {f"{SERVER}.{p.parent.name}" for p in (ROOT / "server").glob("*/__init__.py")}
-    assert parts <= set(listed)
+    packages = {module_name(p) for folder in FOLDERS for p in (ROOT / folder).rglob("__init__.py")}
+    assert packages <= set(listed)
+
+
+COMPAT = "fastmcp_temporal._compat"
+
+
+def test_only_compat_reaches_into_compat() -> None:
+    """Other modules use the names ``_compat`` re-exports, never one of its modules.
+
+    So ``_compat/__init__.py`` (its ``__all__``) is the whole list of what the rest
+    of the package takes from other libraries' internals, one module per library
+    behind it.
+    """
+    wrong = [
+        f"{MODULES[name].relative_to(ROOT)}:{line} imports {target}"
+        for name, path in MODULES.items()
+        if name != COMPAT and not name.startswith(COMPAT + ".")
+        for line, target in imported(name, path)
+        if target.startswith(COMPAT + ".")
+    ]
+    assert wrong == []
 
 
 def import_loop(start: str, graph: dict[str, set[str]]) -> list[str] | None:

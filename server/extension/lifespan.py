@@ -10,6 +10,12 @@ server is a stateless front end, the in-process worker runs with the payload
 sweeper and, after an upgrade, a worker draining the previous queue; then the
 start-up line says where it all is (``startup_line``). Everything unwinds in
 reverse when the server stops, so the worker drains before the client goes away.
+
+``running`` composes those parts on one exit stack, each a function that says why
+it stands where it does: ``_open_client`` (the payload store and the client),
+``_start_engine`` (the engine, its fairness, credentials and metrics),
+``_serve_front_end`` (listen, SIGTERM, the waiting calls, their drain, the
+sessions and their logouts) and ``_run_worker`` (the workers and the sweeper).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.fairness import Fairness, partition_watch
 from fastmcp_temporal.server.temporal import connection, telemetry
 from fastmcp_temporal.server.temporal.in_process_worker import InProcessWorkers
+from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 
 #: Connections released by a lifespan but not yet collected (see ``release_own_connection``).
 _released_connections: weakref.WeakSet[ServiceClient] = weakref.WeakSet()
@@ -120,128 +127,45 @@ async def running(
     client: Client | None,
     plugins: Sequence[WorkerPlugin],
 ) -> AsyncIterator[None]:
-    """While inside, ``live`` holds the engine (and the embedded server, if any)."""
+    """While inside, ``live`` holds the engine (and the embedded server, if any).
+
+    Its parts enter one exit stack in the order the module docstring gives, so they
+    leave it in reverse: the worker drains before the front end stops waiting, and
+    both before the engine and the client go away.
+    """
     async with contextlib.AsyncExitStack() as stack:
-        payloads = PayloadStoreSettings.resolve(
-            options.payload_store,
-            data_dir=options.data_dir or load_settings().data_dir,
-            threshold=options.payload_threshold,
-            max_payload_bytes=options.max_payload_bytes,
+        payloads, storage, client, plugins = await _open_client(
+            stack, options, live, given=client, plugins=plugins
         )
-        storage = await payloads.open(stack)
-        given = client
-        if client is not None:
-            client = with_payload_storage(client, storage)
-        else:
-            client = await _connect(stack, options, live, storage)
-            live.own_connection = weakref.ref(client.service_client)
-            if live.dev_server is None:
-                payloads.announce_local_default()
-        # An agent framework's plugin that needs its own payload converter (the
-        # OpenAI Agents SDK's) gets it for its payloads, under ours.
-        client = with_plugin_payloads(client, plugins)
-        if given is not None and client is not given:
-            # The twins above are built without the given client's plugins (applied
-            # already: they are in its config); a worker inherits its client's, so ours
-            # gets them passed.
-            plugins = [*_worker_plugins_of(given), *plugins]
         versioning = options.worker_versioning()
         task_queue = options.queue(server.name, embedded=live.dev_server is not None)
-        live.engine = TaskEngine(
+        engine = await _start_engine(
+            stack,
+            server,
+            options,
+            live,
             client,
+            payloads,
             task_queue=task_queue,
-            ttl_ms=options.ttl_ms,
-            query_timeout=options.query_timeout,
-            leg_policy=options.leg_policy,
-            max_rounds=options.max_rounds,
-            rounds_per_run=options.rounds_per_run,
-            undeclared_input=options.undeclared_input,
-            # An eager start hands the new task to this process's worker and
-            # pins it to this build even when another version is current
-            # (measured on Server 1.32): a versioned fleet lets Temporal route.
             eager_start=options.run_worker and versioning is None,
-            tools=options.tools,
-            scope_secret=scope.resolve_secret(
-                options.scope_secret,
-                embedded_data_dir=Path(live.dev_server.data_dir) if live.dev_server else None,
-                warn=not options.worker_only and server.auth is not None,
-            ),
-            max_payload_bytes=payloads.max_payload_bytes,
-            max_open_tasks_per_caller=options.max_open_tasks_per_caller,
-            on_host_timeout=options.on_host_timeout,
         )
-        live.engine.starter.fairness = Fairness.resolve(
-            options.fairness, scope_secret=live.engine.scope_secret
-        )
-        credentials = resolve_policy(
-            client,
-            # An embedded server of this process seals under its own data directory's
-            # key; by address, under the directory of an embedded server run elsewhere.
-            embedded_data_dir=(
-                Path(live.dev_server.data_dir)
-                if live.dev_server
-                else options.credentials_key_dir or load_settings().credentials_key_dir
-            ),
-            authenticated=server.auth is not None,
-        )
-        live.engine.starter.credentials = credentials
-        await stack.enter_async_context(
-            metrics.recording(client, task_queue, count_open_tasks=not options.worker_only)
-        )
-        if live.engine.starter.fairness is not None and not options.worker_only:
-            # Fairness holds per partition: say so if Temporal spreads the queues.
-            leg_queues = {tool.task_queue for tool in options.tools.values()}
-            leg_queues.add(options.leg_policy.task_queue)
-            queues = {task_queue, *(queue for queue in leg_queues if queue)}
-            await stack.enter_async_context(partition_watch(client, queues))
-        # Task status pushed on subscriptions/listen (see ``listen``).
-        _compat.serve_listen(server, TaskListenHandler(live.running_engine))
-        # SIGTERM unwinds this lifespan and exits 0; an HTTP server drains its waits first.
-        stack.enter_context(exits_cleanly())
         # A worker here tells the calls waiting here what its legs do.
         leg_news = LegNews() if options.run_worker and not options.worker_only else None
-        if not options.worker_only:
-            drain = SigtermDrain(options.drain_grace_s)
-            live.waits = waits = WaitingCalls(
-                live.engine,
-                leg_news,
-                keepalive_s=options.keepalive_s,
-                reads_per_second=options.wait_reads_per_second,
-                stuck_call_timeout_s=options.stuck_call_timeout_s,
-                on_wait=lambda: drain.arm(waits),
-                calls=live.seam.calls,
-                host_limits=options.host_limits,
-            )
-            await stack.enter_async_context(waits.running())
-            # The reason of each client's cancel, for the plain call it cancels (``peer_cancels``).
-            server.add_middleware(waits.cancel_reasons)
-            stack.callback(server.middleware.remove, waits.cancel_reasons)
-            # Under ``uvicorn app:app`` its handler is in place already: take it now, so
-            # every SIGTERM goes through the drain (and exits 0), calls waiting or not.
-            drain.arm(waits)
-            # 2025-xx sessions any front end of the deployment serves (``portable_sessions``),
-            # logged out on all of them by a DELETE on one (``session_logouts``).
-            seal = SessionSeal.for_deployment(live.engine.scope_secret, options.session_max_age_s)
-            stack.enter_context(live.seam.serving(seal, live.engine))
-            await stack.enter_async_context(seal.sharing_logouts(client))
+        await _serve_front_end(stack, server, options, live, client, leg_news)
         if options.run_worker:
-            workers = await InProcessWorkers.for_server(
+            await _run_worker(
+                stack,
                 server,
+                options,
+                live,
                 client,
+                payloads,
+                storage,
+                task_queue=task_queue,
                 versioning=versioning,
-                max_payload_bytes=payloads.max_payload_bytes,
-                remote_servers=options.remote_servers,
                 plugins=plugins,
-                worker_options=options.worker_options,
-                credentials=credentials,
                 leg_news=leg_news,
             )
-            await stack.enter_async_context(workers.new(task_queue))
-            await stack.enter_async_context(sweeping(payloads, storage, client))
-            if live.dev_server is not None and options.task_queue is None:
-                await stack.enter_async_context(
-                    workers.serving_previous_queue(task_queue, Path(live.dev_server.data_dir))
-                )
         startup_line.announce(
             startup_line.startup_line(
                 client,
@@ -249,13 +173,200 @@ async def running(
                 task_queue=task_queue,
                 run_worker=options.run_worker,
                 worker_only=options.worker_only,
-                credentials=credentials,
+                credentials=engine.starter.credentials,
             )
         )
         try:
             yield
         finally:
             live.engine = live.waits = None
+
+
+async def _open_client(
+    stack: contextlib.AsyncExitStack,
+    options: ExtensionOptions,
+    live: Live,
+    *,
+    given: Client | None,
+    plugins: Sequence[WorkerPlugin],
+) -> tuple[PayloadStoreSettings, ExternalStorage, Client, Sequence[WorkerPlugin]]:
+    """The payload store, and a Temporal client that stores large payloads in it.
+
+    First, because everything after talks to Temporal through this client: the one
+    given (its twin, storing in the payload store), else a connection of our own
+    (or the embedded server's). Returns the worker plugins a worker of ours needs.
+    """
+    payloads = PayloadStoreSettings.resolve(
+        options.payload_store,
+        data_dir=options.data_dir or load_settings().data_dir,
+        threshold=options.payload_threshold,
+        max_payload_bytes=options.max_payload_bytes,
+    )
+    storage = await payloads.open(stack)
+    if given is not None:
+        client = with_payload_storage(given, storage)
+    else:
+        client = await _connect(stack, options, live, storage)
+        live.own_connection = weakref.ref(client.service_client)
+        if live.dev_server is None:
+            payloads.announce_local_default()
+    # An agent framework's plugin that needs its own payload converter (the
+    # OpenAI Agents SDK's) gets it for its payloads, under ours.
+    client = with_plugin_payloads(client, plugins)
+    if given is not None and client is not given:
+        # The twins above are built without the given client's plugins (applied
+        # already: they are in its config); a worker inherits its client's, so ours
+        # gets them passed.
+        plugins = [*_worker_plugins_of(given), *plugins]
+    return payloads, storage, client, plugins
+
+
+async def _start_engine(
+    stack: contextlib.AsyncExitStack,
+    server: FastMCP,
+    options: ExtensionOptions,
+    live: Live,
+    client: Client,
+    payloads: PayloadStoreSettings,
+    *,
+    task_queue: str,
+    eager_start: bool,
+) -> TaskEngine:
+    """The task engine in ``live``, with its fairness and credentials, and its metrics.
+
+    Built before the MCP side, which hands every request to it, and the worker,
+    which seals callers' credentials with the same policy.
+    """
+    live.engine = engine = TaskEngine(
+        client,
+        task_queue=task_queue,
+        ttl_ms=options.ttl_ms,
+        query_timeout=options.query_timeout,
+        leg_policy=options.leg_policy,
+        max_rounds=options.max_rounds,
+        rounds_per_run=options.rounds_per_run,
+        undeclared_input=options.undeclared_input,
+        # An eager start hands the new task to this process's worker and
+        # pins it to this build even when another version is current
+        # (measured on Server 1.32): a versioned fleet lets Temporal route.
+        eager_start=eager_start,
+        tools=options.tools,
+        scope_secret=scope.resolve_secret(
+            options.scope_secret,
+            embedded_data_dir=Path(live.dev_server.data_dir) if live.dev_server else None,
+            warn=not options.worker_only and server.auth is not None,
+        ),
+        max_payload_bytes=payloads.max_payload_bytes,
+        max_open_tasks_per_caller=options.max_open_tasks_per_caller,
+        on_host_timeout=options.on_host_timeout,
+    )
+    engine.starter.fairness = Fairness.resolve(options.fairness, scope_secret=engine.scope_secret)
+    engine.starter.credentials = resolve_policy(
+        client,
+        # An embedded server of this process seals under its own data directory's
+        # key; by address, under the directory of an embedded server run elsewhere.
+        embedded_data_dir=(
+            Path(live.dev_server.data_dir)
+            if live.dev_server
+            else options.credentials_key_dir or load_settings().credentials_key_dir
+        ),
+        authenticated=server.auth is not None,
+    )
+    await stack.enter_async_context(
+        metrics.recording(client, task_queue, count_open_tasks=not options.worker_only)
+    )
+    if engine.starter.fairness is not None and not options.worker_only:
+        # Fairness holds per partition: say so if Temporal spreads the queues.
+        leg_queues = {tool.task_queue for tool in options.tools.values()}
+        leg_queues.add(options.leg_policy.task_queue)
+        queues = {task_queue, *(queue for queue in leg_queues if queue)}
+        await stack.enter_async_context(partition_watch(client, queues))
+    return engine
+
+
+async def _serve_front_end(
+    stack: contextlib.AsyncExitStack,
+    server: FastMCP,
+    options: ExtensionOptions,
+    live: Live,
+    client: Client,
+    leg_news: LegNews | None,
+) -> None:
+    """The MCP side: listen, SIGTERM, and (unless worker-only) waits, drain and sessions.
+
+    After the engine, which it serves; before the worker, so on the way out the
+    worker's legs finish while the calls waiting for them still wait. The drain is
+    armed once the waiting calls run; the sealed sessions are served and their
+    logouts shared last, so they close first.
+    """
+    engine = live.running_engine()
+    # Task status pushed on subscriptions/listen (see ``listen``).
+    _compat.serve_listen(server, TaskListenHandler(live.running_engine))
+    # SIGTERM unwinds this lifespan and exits 0; an HTTP server drains its waits first.
+    stack.enter_context(exits_cleanly())
+    if options.worker_only:
+        return
+    drain = SigtermDrain(options.drain_grace_s)
+    live.waits = waits = WaitingCalls(
+        engine,
+        leg_news,
+        keepalive_s=options.keepalive_s,
+        reads_per_second=options.wait_reads_per_second,
+        stuck_call_timeout_s=options.stuck_call_timeout_s,
+        on_wait=lambda: drain.arm(waits),
+        calls=live.seam.calls,
+        host_limits=options.host_limits,
+    )
+    await stack.enter_async_context(waits.running())
+    # The reason of each client's cancel, for the plain call it cancels (``peer_cancels``).
+    server.add_middleware(waits.cancel_reasons)
+    stack.callback(server.middleware.remove, waits.cancel_reasons)
+    # Under ``uvicorn app:app`` its handler is in place already: take it now, so
+    # every SIGTERM goes through the drain (and exits 0), calls waiting or not.
+    drain.arm(waits)
+    # 2025-xx sessions any front end of the deployment serves (``portable_sessions``),
+    # logged out on all of them by a DELETE on one (``session_logouts``).
+    seal = SessionSeal.for_deployment(engine.scope_secret, options.session_max_age_s)
+    stack.enter_context(live.seam.serving(seal, engine))
+    await stack.enter_async_context(seal.sharing_logouts(client))
+
+
+async def _run_worker(
+    stack: contextlib.AsyncExitStack,
+    server: FastMCP,
+    options: ExtensionOptions,
+    live: Live,
+    client: Client,
+    payloads: PayloadStoreSettings,
+    storage: ExternalStorage,
+    *,
+    task_queue: str,
+    versioning: WorkerVersioning | None,
+    plugins: Sequence[WorkerPlugin],
+    leg_news: LegNews | None,
+) -> None:
+    """This process's worker, the payload sweeper, and the previous queue's worker.
+
+    Last, so it stops first: its legs finish (or are handed back) while the client,
+    the engine and the calls waiting for them are still there.
+    """
+    workers = await InProcessWorkers.for_server(
+        server,
+        client,
+        versioning=versioning,
+        max_payload_bytes=payloads.max_payload_bytes,
+        remote_servers=options.remote_servers,
+        plugins=plugins,
+        worker_options=options.worker_options,
+        credentials=live.running_engine().starter.credentials,
+        leg_news=leg_news,
+    )
+    await stack.enter_async_context(workers.new(task_queue))
+    await stack.enter_async_context(sweeping(payloads, storage, client))
+    if live.dev_server is not None and options.task_queue is None:
+        await stack.enter_async_context(
+            workers.serving_previous_queue(task_queue, Path(live.dev_server.data_dir))
+        )
 
 
 async def _connect(

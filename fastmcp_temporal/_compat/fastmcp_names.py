@@ -1,27 +1,14 @@
-"""Every private FastMCP / MCP SDK / temporalio / uvicorn name this package touches, in one place.
+"""FastMCP's private names: the caller restored in a leg, validation, mounts, the client, listen.
 
-fastmcp_temporal serves the same tasks on FastMCP 4.1.4+ and 4.2.x. Where it
-needs something those libraries do not offer publicly (an underscore
-attribute, a context variable), it goes through this module and nowhere else,
-so a new release is checked here, line by line (``pyproject.toml`` bounds each
-library to what CI tests; docs/reference/compatibility.md lists every name).
-Each touchpoint says *why* it exists, *when to delete it* and what happens
-*without it*: none is imported at module load, so a release that moves one
-still imports this package, and the first use says once, in a warning, what
-stops working. Nothing of theirs is reassigned for the whole process;
-``serve_listen`` wraps one server's low-level server.
-
-The one behaviour FastMCP changed between the two lines: on 4.1 the level a
-client sets with ``logging/setLevel`` is kept per session on the server, and a
-task's logging follows it; on 4.2 it is connection state, which background
-work cannot reach, so upstream logs background work at the server's
-``client_log_level`` default. Tasks follow upstream on each line
-(``LOG_LEVEL_PER_SESSION``).
+Every private FastMCP name fastmcp_temporal touches (and the MCP SDK's
+``auth_context_var``, set beside FastMCP's own caller variables), each with why,
+when to delete it and its degraded path; the package's docstring (``_compat``)
+says why they are all here. The names read at module load are looked up, not
+imported: a release without one still imports, and says once what stops working.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -33,36 +20,15 @@ from fastmcp.tools import function_tool as _function_tool
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from temporalio import workflow
 
-logger = logging.getLogger(__name__)
+from fastmcp_temporal._compat.degraded import _degraded
 
 if TYPE_CHECKING:
-    import mcp_types
     from fastmcp import Client, Context, FastMCP
     from fastmcp.client.client import CallToolResult as FastMCPCallToolResult
     from fastmcp.tools.base import Tool
     from mcp.client.session import ElicitationFnT
     from pydantic import TypeAdapter
-
-# -- degraded paths ---------------------------------------------------------
-
-_warned: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    """A degraded path, said once per process: what stops working, and why."""
-    if message not in _warned:
-        _warned.add(message)
-        logger.warning(message)
-
-
-def _degraded(missing: str, consequence: str) -> None:
-    _warn_once(
-        f"fastmcp-temporal: this FastMCP / MCP SDK has no {missing}: {consequence} "
-        "(pyproject.toml bounds the releases tested; see docs/reference/compatibility.md)"
-    )
-
 
 # -- logging/setLevel ---------------------------------------------------------
 
@@ -150,28 +116,6 @@ def is_client_tool_call() -> bool:
     return _fastmcp_is_client_tool_call()
 
 
-def peer_cancelled(context: Context) -> bool:
-    """Whether the client sent ``notifications/cancelled`` for this request.
-
-    Why: a durable synchronous call must cancel its task when the client cancels
-    the request, and only then -- a dropped connection (or a server shutting
-    down) cancels the handler the same way but must leave the task running. The
-    SDK keeps the difference in its dispatch context's ``cancel_requested``
-    event, reachable only through ``ServerSession._request_outbound``. Delete when
-    FastMCP's ``Context`` or the SDK's ``ServerRequestContext`` exposes
-    ``cancel_requested``. Without it, a client's cancel reads as a dropped
-    connection: the task goes on (a warning says so once).
-    """
-    request_context = context.request_context
-    if request_context is None:
-        return False
-    outbound = getattr(request_context.session, "_request_outbound", None)
-    if outbound is None:
-        _degraded("ServerSession._request_outbound", "a client's cancel leaves its task running")
-    event = getattr(outbound, "cancel_requested", None)
-    return bool(event is not None and event.is_set())
-
-
 # -- argument validation, as the synchronous tools/call does it ----------------
 
 
@@ -228,26 +172,6 @@ def masks_error_details(server: FastMCP) -> bool:
 
         return bool(fastmcp.settings.mask_error_details)
     return bool(masks)
-
-
-# -- temporalio ------------------------------------------------------------------
-
-
-def workflow_run_signature(workflow_class: type) -> tuple[str | None, Callable[..., Any]]:
-    """A ``@workflow.defn`` class's registered name (``None``: dynamic) and ``run`` method.
-
-    Why: temporalio has no public reader of a workflow definition; its own
-    worker uses ``workflow._Definition.must_from_class``. Delete when it has one.
-    Without it a workflow tool cannot be declared: a clear error names why.
-    """
-    reader = getattr(workflow, "_Definition", None)
-    if reader is None:
-        raise RuntimeError(
-            "fastmcp-temporal: this temporalio has no workflow._Definition: workflow tools "
-            "cannot be declared with it (pyproject.toml bounds the releases tested)"
-        )
-    definition = reader.must_from_class(workflow_class)
-    return definition.name, definition.run_fn
 
 
 # -- the client helper -------------------------------------------------------------
@@ -320,71 +244,3 @@ def serve_listen(server: FastMCP, handler: Any) -> None:
 
     low_level.get_capabilities = get_capabilities  # type: ignore[method-assign]
     low_level._fastmcp_temporal_honest_capabilities = True  # type: ignore[attr-defined]
-
-
-# -- uvicorn: its graceful shutdown, long enough for the drain ----------------
-
-
-# Why: uvicorn has no hook for "SIGTERM arrived" and no public handle on the server
-# that serves the process; its SIGTERM handler is ``Server.handle_exit``, bound to
-# that server, in the signal table while it serves. A front end puts its own
-# handler in front of it (the signal table is the process's, nothing of uvicorn's is
-# reassigned), and on SIGTERM asks uvicorn to shut down as its maintainers advise
-# for a programmatic stop (``should_exit``, encode/uvicorn#1103), with its public
-# ``timeout_graceful_shutdown`` raised for that server to cover the drain's grace:
-# uvicorn then stops listening, closes idle connections and waits for the open
-# requests itself (``server.extension.drain``). Delete when uvicorn (or FastMCP's
-# ``run``) offers a shutdown callback before its graceful wait.
-def uvicorn_server_of(handler: Callable[..., Any]) -> Any | None:
-    """The uvicorn ``Server`` whose SIGTERM handler ``handler`` is, else ``None``."""
-    try:
-        from uvicorn import Server
-    except ImportError:  # uvicorn is FastMCP's dependency; a front end without it serves stdio
-        return None
-    server = getattr(handler, "__self__", None)
-    if isinstance(server, Server) and getattr(handler, "__func__", None) is getattr(
-        Server, "handle_exit", object()
-    ):
-        return server
-    return None
-
-
-def shut_down_gracefully(server: Any, grace_s: float) -> bool:
-    """Have uvicorn shut down as on SIGTERM, its graceful wait at least ``grace_s``.
-
-    Without recording the signal: uvicorn re-raises a recorded one once it has shut
-    down, which under ``uvicorn app:app`` (whose default action is back by then) ends
-    the process by the signal, not 0. ``False`` (and a warning): this uvicorn has no
-    ``should_exit``; the caller hands the signal to uvicorn's own handler instead.
-    """
-    if not isinstance(getattr(server, "should_exit", None), bool):
-        _warn_once(
-            "fastmcp-temporal: this uvicorn's Server has no should_exit: SIGTERM goes to "
-            "uvicorn's own handler, whose graceful timeout may cut the drain's grace"
-        )
-        return False
-    config = getattr(server, "config", None)
-    timeout = getattr(config, "timeout_graceful_shutdown", None)
-    if isinstance(timeout, int | float) and timeout < grace_s:
-        config.timeout_graceful_shutdown = grace_s  # type: ignore[union-attr]
-    server.should_exit = True
-    return True
-
-
-__all__ = [
-    "LOG_LEVEL_PER_SESSION",
-    "client_elicitation_callback",
-    "is_client_tool_call",
-    "live_session_log_level",
-    "masks_error_details",
-    "mounted_origin",
-    "parse_tool_result",
-    "peer_cancelled",
-    "restore_request_identity",
-    "serve_listen",
-    "session_log_level",
-    "shut_down_gracefully",
-    "uvicorn_server_of",
-    "validate_tool_input",
-    "workflow_run_signature",
-]
