@@ -139,12 +139,14 @@ class NewsQueue:
         self._report_aside = report
 
     def _drop_line(self) -> None:
-        """Full: count the line, in one ``LinesDropped`` per run of lines dropped."""
-        last = self._news[-1] if self._news else None
-        count = last.count if isinstance(last, LinesDropped) else 0
-        if count:
-            self._news.pop()
-        self._news.append(LinesDropped(count + 1))
+        """Full: count the line in the ``LinesDropped`` still waiting, or a new one (so at
+        most one waits, whatever the leg writes)."""
+        for index in range(len(self._news) - 1, -1, -1):
+            waiting = self._news[index]
+            if isinstance(waiting, LinesDropped):
+                self._news[index] = LinesDropped(waiting.count + 1)
+                return
+        self._news.append(LinesDropped(1))
 
 
 class LegNews:

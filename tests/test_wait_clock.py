@@ -122,6 +122,20 @@ async def test_the_newest_report_set_aside_goes_in_once_a_line_is_read() -> None
     news.stop("wf", queue)
 
 
+async def test_a_leg_that_writes_without_end_grows_no_queue() -> None:
+    """Lines and reports by the thousand, nobody reading: one count of the lines waits."""
+    told: list[News] = [item for n in range(2000) for item in (line(n), report(n))]
+    heard = await told_from_a_leg_thread(4, [*told, LegEnded(asking=False)])
+    assert heard == [
+        line(0),
+        line(1),
+        LinesDropped(1998),  # one count, however the lines and reports alternate
+        report(1998),  # the oldest reports gave way to the newest
+        report(1999),
+        LegEnded(asking=False),
+    ]
+
+
 async def test_within_the_bound_every_piece_of_news_arrives_in_order() -> None:
     told: list[News] = [LegBegan(), report(1), line(1), report(2), LegEnded(asking=False)]
     assert await told_from_a_leg_thread(10, told) == told
