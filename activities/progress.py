@@ -33,6 +33,7 @@ from typing import Any
 from temporalio import activity
 
 from fastmcp_temporal.activities.leg_news import News
+from fastmcp_temporal.timing import TICK_S
 from fastmcp_temporal.workflows.models import (
     LOCAL_LEG_PROGRESS_SIGNAL,
     LocalLegProgress,
@@ -52,7 +53,7 @@ class ProgressSignals:
     so the workflow can wait for all of them before it ends the task.
     """
 
-    def __init__(self, *, leg: str, min_interval_s: float = 1.0) -> None:
+    def __init__(self, *, leg: str, min_interval_s: float = TICK_S) -> None:
         info = activity.info()
         self._handle = activity.client().get_workflow_handle(
             info.workflow_id, run_id=info.workflow_run_id

@@ -79,6 +79,8 @@ PROTOCOL = "2026-07-28"
 #: JSON-RPC errors that mean "the connection or the server's backend failed,
 #: asking again may work"; any other error code is the remote's answer.
 _RETRYABLE_CODES = frozenset({TEMPORAL_UNAVAILABLE, -32000, -32603})
+#: A remote task is polled no faster than this, and this often when its server names
+#: no ``pollIntervalMs``: the remote's clock, not this process's (``timing.TICK_S``).
 _POLL_FLOOR_S = 0.05
 _DEFAULT_POLL_S = 1.0
 

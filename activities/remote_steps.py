@@ -41,6 +41,7 @@ from temporalio.exceptions import ApplicationError
 from fastmcp_temporal.activities.remote_keys import step_key
 from fastmcp_temporal.activities.remote_mcp import RemoteMcpActivities, configured_here
 from fastmcp_temporal.activities.steps import Steps
+from fastmcp_temporal.timing import TICK_S
 from fastmcp_temporal.workflows.remote import RemoteTaskError
 from fastmcp_temporal.workflows.remote_models import (
     RemoteCall,
@@ -51,7 +52,7 @@ from fastmcp_temporal.workflows.remote_models import (
 )
 
 #: A status message is passed on to this task's progress at most this often.
-PROGRESS_EVERY_S = 1.0
+PROGRESS_EVERY_S = TICK_S
 
 
 async def remote_step(

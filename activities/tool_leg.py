@@ -63,6 +63,7 @@ from fastmcp_temporal.activities.progress_dependency import routed_progress
 from fastmcp_temporal.activities.steps import StepCheckpoint
 from fastmcp_temporal.activities.stored_result import stored_if_big
 from fastmcp_temporal.activities.task_context import TaskContext
+from fastmcp_temporal.timing import TICK_S
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     UNDECRYPTABLE_ERROR_TYPE,
@@ -107,7 +108,7 @@ class ToolLegActivity:
         self,
         server: FastMCP,
         *,
-        heartbeat_interval_s: float = 1.0,
+        heartbeat_interval_s: float = TICK_S,
         max_result_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         open_caller: CallerOpener | None = None,
         news: LegNews | None = None,

@@ -25,6 +25,7 @@ from fastmcp_temporal.client_wire import TaskState, get_task, is_retryable_busy,
 TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 #: The first poll comes this soon; the delay doubles up to the task's ``pollIntervalMs``.
 FIRST_POLL_S = 0.02
+#: Between two polls when the server names no ``pollIntervalMs`` (the client's own pace).
 DEFAULT_POLL_S = 1.0
 #: With no deadline, a request the server could not pass to a busy Temporal is
 #: asked again for this long before its error is raised.

@@ -4,7 +4,7 @@ The client of a durable plain call hears what the inline call would send --
 ``notifications/progress`` for its ``progressToken``, ``notifications/message`` for
 each log line -- from wherever the wait learns it (``call_waits``): a leg running
 here, or a read of the task in Temporal. Reports are coalesced to the newest one
-at most once per ``TICK_S`` (a chatty body does not flood a crowd of streams),
+at most once a tick (a chatty body does not flood a crowd of streams),
 the body's last report always goes before the result, and each notification's
 progress is above the last one's (a report whose own number is not -- a step that
 moved no number, a leg run again that counts from 1 -- goes raised just above). A
@@ -17,9 +17,10 @@ progress increases with every notification), so a host that aborts a silent tool
 a worker being replaced. Without a ``progressToken`` there is nothing to send a
 report to; log lines still go, as inline.
 
-``TICK_S`` is the one timing constant of the wait: the heartbeat throttle of the
-front end's worker (``in_process_worker``): no report of a leg is fresher than
-that, so neither reads nor notifications come faster.
+``TICK_S`` (``fastmcp_temporal.timing``, the one clock of a task's progress) paces
+the wait: it is the heartbeat throttle of the front end's worker
+(``in_process_worker``): no report of a leg is fresher than that, so neither
+reads nor notifications come faster.
 """
 
 from __future__ import annotations
@@ -35,13 +36,11 @@ from typing import Any
 from fastmcp.server.context import Context
 
 from fastmcp_temporal.activities.leg_news import LogLine
+from fastmcp_temporal.timing import TICK_S
 from fastmcp_temporal.workflows.models import ProgressReport
 
 logger = logging.getLogger(__name__)
 
-#: Between two reads of one call, two progress notifications to it, and two tries
-#: after Temporal failed a read (see the module docstring).
-TICK_S = 1.0
 #: How much a keepalive adds to the progress last sent (and a report whose own is not above it).
 KEEPALIVE_STEP = 0.001
 #: A workflow tool's lines in one notification, at most, and what joins them.
@@ -64,13 +63,17 @@ class CallProgress:
     the request, its ``progressToken`` and its stream there), whichever task asks.
     """
 
-    def __init__(self, context: Context, keepalive_s: float, *, began: float) -> None:
+    def __init__(
+        self, context: Context, keepalive_s: float, *, began: float, tick_s: float = TICK_S
+    ) -> None:
+        """``tick_s``: the least time between two notifications (the read loop's tick)."""
+        self._tick_s = tick_s
         self._context = context
         self._request = contextvars.copy_context()
         self._wanted = progress_token(context) is not None
         # Sent this much before the silence reaches ``keepalive_s``: the read loop nudges
         # once a tick, spread over the tick, so a keepalive leaves up to two ticks late.
-        self._silence_s = max(keepalive_s - 2 * TICK_S, TICK_S)
+        self._silence_s = max(keepalive_s - 2 * tick_s, tick_s)
         self._began = began
         self._lock = asyncio.Lock()
         #: The last notification, as sent (its progress raised above the one before).
@@ -129,10 +132,17 @@ class CallProgress:
                 self._context.log(line.message, line.level, line.logger_name, line.extra)
             )
 
+    @property
+    def wanted(self) -> bool:
+        """The client gave a ``progressToken``: without one, no progress goes, keepalive or not."""
+        return self._wanted
+
     def nudge(self) -> None:
         """``tick`` in a task of its own, unless the last is still sending: one client slow
-        to read its stream never holds up the others'."""
-        if not self._closed and (self._ticking is None or self._ticking.done()):
+        to read its stream never holds up the others'. Without a ``progressToken``, nothing."""
+        if not self._wanted or self._closed:
+            return
+        if self._ticking is None or self._ticking.done():
             self._ticking = asyncio.create_task(self.tick(asyncio.get_running_loop().time()))
 
     async def close(self) -> None:
@@ -145,7 +155,7 @@ class CallProgress:
     async def tick(self, now: float, *, keepalive: bool = True) -> None:
         """Send the newest report if a tick has passed since the last one; else, past
         ``keepalive_s`` of silence, a keepalive."""
-        if not self._wanted or now - self._sent_at < TICK_S:
+        if not self._wanted or now - self._sent_at < self._tick_s:
             return
         if self._pending is not None:
             await self._send(self._pending, now, throttled=True)
@@ -226,7 +236,7 @@ class CallProgress:
         async with self._lock:
             if self._closed:
                 return
-            if throttled and now - self._sent_at < TICK_S:
+            if throttled and now - self._sent_at < self._tick_s:
                 return
             if report is self._pending:
                 self._pending, self._lines = None, []

@@ -14,27 +14,20 @@ and what it costs Temporal does not grow with how many calls wait:
   follows the task's history until it has (``task_watch.watch``).
 - **Everything else** -- a park decided by another worker, the progress of a
   leg another worker runs (its heartbeat) -- from one read loop per front end,
-  its only periodic reader. Every ``TICK_S`` it reads the calls that waited at
-  least that long and hear nothing from a leg here, least recently read
-  first, at most ``reads_per_second`` of them (``tasks/get``'s read, one
-  ``describe``). So N waiting calls cost Temporal at most that many reads a
-  second, and in a crowd each is read less often.
-- **What its client hears**: the newest report at most once per ``TICK_S``,
-  the last one before the result, a keepalive through silence, every log line
-  (``call_progress``; ``TICK_S``, the wait's one timing constant, is there). A
-  workflow tool's last lines are in its workflow's memo, not in the task's end:
-  the call reads them once more before it answers.
+  its only periodic reader (``call_reads``). Every tick (``timing.TICK_S``) it
+  reads the calls that waited at least that long and hear nothing from a leg
+  here, least recently read first, at most ``reads_per_second`` a second
+  (``tasks/get``'s read, one ``describe``). So N waiting calls cost Temporal at
+  most that many reads a second, and in a crowd each is read less often.
+- **What its client hears**: the newest report at most once a tick, the last
+  one before the result, a keepalive through silence, every log line
+  (``call_progress``). A workflow tool's last lines are in its workflow's memo,
+  not in the task's end: the call reads them once more before it answers.
 
-**Stuck** (``stuck_call_timeout_s``): a call whose reads have found the task's
-body failing (``tasks.stuck_bodies``) for that long without a break ends with
-``-32004``, naming the task and what fails, instead of waiting for the TTL: the
-task goes on retrying, so a fix and a deploy finish it, and ``tasks/get`` of
-its id or a retry with the same ``Idempotency-Key`` reaches it.
-
-**Drain** (``drain``): a front end being stopped takes no new waiting call
-(``-32002``, retryable), lets those that wait end within a grace period, then
-answers each one left with ``-32002``: its task goes on, and a retry with the
-same ``Idempotency-Key`` (or ``tasks/get`` of its id) gets its result.
+A call whose reads found its task's body failing for ``stuck_call_timeout_s``
+ends stuck (``-32004``); a front end being stopped (``drain``) takes no new
+waiting call and, after a grace, answers those left ``-32002``. Either way the
+task goes on (``call_answers``).
 """
 
 from __future__ import annotations
@@ -42,36 +35,42 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from fastmcp.server.context import Context
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR
 from temporalio.service import RPCError
 
-from fastmcp_temporal.activities.leg_news import LegBegan, LegEnded, LegNews, LogLine, NewsQueue
-from fastmcp_temporal.client_wire import SERVER_DRAINING, TASK_STUCK
+from fastmcp_temporal.activities.leg_news import (
+    LegBegan,
+    LegEnded,
+    LegNews,
+    LinesDropped,
+    LogLine,
+    NewsQueue,
+)
+from fastmcp_temporal.client_wire import SERVER_DRAINING
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
-from fastmcp_temporal.server.protocol.call_progress import TICK_S, CallProgress
+from fastmcp_temporal.server.protocol.call_answers import CallAnswers, StuckClock
+from fastmcp_temporal.server.protocol.call_fates import CallFates
+from fastmcp_temporal.server.protocol.call_progress import CallProgress
+from fastmcp_temporal.server.protocol.call_reads import ReadLoop
 from fastmcp_temporal.server.protocol.cancel_reasons import CancelReasons
 from fastmcp_temporal.server.protocol.idempotency import requested_key
 from fastmcp_temporal.server.protocol.live_calls import LiveCalls
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
 from fastmcp_temporal.server.tasks.engine import TaskEngine, TaskRead, workflow_id_for
-from fastmcp_temporal.server.tasks.stuck_bodies import Stuck
 from fastmcp_temporal.server.tasks.task_records import LegStatus
 from fastmcp_temporal.server.tasks.task_watch import ended, watch
+from fastmcp_temporal.timing import TICK_S
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 #: After the grace, how long the calls still waiting get to take their ``-32002``.
 _ANSWER_LEFT_TICKS = 5
-#: How long a call made again waits for a call of the same key to settle its task's fate
-#: (a cancel's reason, ``cancel_reasons.REASON_WAIT_S``, then a Temporal write or two).
-GIVING_UP_WAIT_S = 5.0
 
 
 class WaitingCalls:
@@ -84,6 +83,7 @@ class WaitingCalls:
         *,
         keepalive_s: float,
         reads_per_second: int,
+        tick_s: float = TICK_S,
         stuck_call_timeout_s: float = 30.0,
         on_wait: Callable[[], None] | None = None,
         calls: LiveCalls | None = None,
@@ -92,7 +92,8 @@ class WaitingCalls:
         """``on_wait``: called as each call begins to wait (``extension.drain`` arms there);
         ``stuck_call_timeout_s``: how long a call waits on a body that keeps failing;
         ``calls``: this server's sessions and questions (``live_calls``), over HTTP;
-        ``host_limits``: the server's overrides of the hosts' hard limits (``host_limits``)."""
+        ``host_limits``: the server's overrides of the hosts' hard limits (``host_limits``);
+        ``tick_s``: the read loop's pace (``call_reads``), ``reads_per_second`` its budget."""
         self.engine = engine
         self.stuck_call_timeout_s = stuck_call_timeout_s
         self.calls = calls
@@ -102,54 +103,26 @@ class WaitingCalls:
         self._on_wait = on_wait
         self.leg_news = leg_news
         self.keepalive_s = keepalive_s
-        self.reads_per_second = reads_per_second
+        self.tick_s = tick_s
         self._calls: set[CallWait] = set()
-        self._reads: set[asyncio.Task[None]] = set()
+        self.read_loop = ReadLoop(self._calls, reads_per_second, tick_s=tick_s)
         self._emptied = asyncio.Event()
         self._draining = False
-        #: Calls whose host just gave up, by call key (``reattach``), until their task is
-        #: detached or cancelled: the same call made again meanwhile waits for that.
-        self._giving_up: dict[str, asyncio.Event] = {}
+        #: Calls whose host just gave up, until their task's fate is decided (``call_fates``).
+        self.fates = CallFates()
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """While inside, the read loop tends the waiting calls."""
-        tending = asyncio.create_task(self._tend())
+        tending = asyncio.create_task(self.read_loop.run())
         try:
             yield
         finally:
             tending.cancel()
-            for task in (tending, *self._reads):
+            for task in (tending, *self.read_loop.reads):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-
-    @contextlib.contextmanager
-    def giving_up(self, call_key: str | None) -> Iterator[None]:
-        """While inside, the call keyed ``call_key`` decides what becomes of its task.
-
-        A host that timed out calls again at once (its model is told "timed out"),
-        often before the cancel's reason has arrived and the task has been recorded
-        undelivered; ``given_up`` lets that call wait for the decision here instead
-        of starting the body again."""
-        if call_key is None:
-            yield
-            return
-        decided = self._giving_up[call_key] = asyncio.Event()
-        try:
-            yield
-        finally:
-            decided.set()
-            if self._giving_up.get(call_key) is decided:
-                del self._giving_up[call_key]
-
-    async def given_up(self, call_key: str | None) -> None:
-        """Return once no call of this front end is deciding the fate of ``call_key``'s task
-        (at most ``GIVING_UP_WAIT_S``: past it the call looks on as if none were)."""
-        decided = self._giving_up.get(call_key) if call_key is not None else None
-        if decided is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(decided.wait(), GIVING_UP_WAIT_S)
 
     def wait_for(self, context: Context) -> CallWait:
         """A wait for one ``tools/call``; refused while this front end drains."""
@@ -177,7 +150,7 @@ class WaitingCalls:
         # Each answers at once, or at its next await of Temporal (a call still starting
         # its task: ``guard`` sees the stop as it begins to wait); bounded all the same.
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_ANSWER_LEFT_TICKS * TICK_S):
+            async with asyncio.timeout(_ANSWER_LEFT_TICKS * self.tick_s):
                 while self._calls:
                     self._emptied.clear()
                     await self._emptied.wait()
@@ -190,27 +163,6 @@ class WaitingCalls:
         if not self._calls:
             self._emptied.set()
 
-    async def _tend(self) -> None:
-        """Once a tick, spread over it: each call's due notification, and the reads within
-        the budget -- so that neither Temporal nor this event loop sees a burst."""
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(TICK_S)
-            now = loop.time()
-            calls = list(self._calls)
-            for index, call in enumerate(calls):
-                loop.call_later(index / len(calls) * TICK_S, call.relay.nudge)
-            room = max(self.reads_per_second - len(self._reads), 0)
-            due = sorted((call for call in calls if call.read_due(now)), key=CallWait.read_order)
-            for index, call in enumerate(due[:room]):
-                loop.call_later(index / room * TICK_S, self._read, call)
-
-    def _read(self, call: CallWait) -> None:
-        if call in self._calls and call.read_due(asyncio.get_running_loop().time()):
-            read = asyncio.create_task(call.read())
-            self._reads.add(read)
-            read.add_done_callback(self._reads.discard)
-
 
 class CallWait:
     """One waiting call: its task, what it hears of it, what it tells its client."""
@@ -220,7 +172,9 @@ class CallWait:
         self._engine = calls.engine
         loop = asyncio.get_running_loop()
         self._loop = loop
-        self.relay = CallProgress(context, calls.keepalive_s, began=loop.time())
+        self.relay = CallProgress(
+            context, calls.keepalive_s, began=loop.time(), tick_s=calls.tick_s
+        )
         self.task_id: str | None = None
         self._scope: str | None = None
         self._listening: tuple[str, NewsQueue, asyncio.Task[None]] | None = None
@@ -233,8 +187,7 @@ class CallWait:
         #: The task once it ends or asks, as a read or a follow found it (this round).
         self._found: asyncio.Future[GetTaskResult] | None = None
         self._stopped: asyncio.Future[None] = loop.create_future()
-        #: Since when (loop time) every read found the task's body failing.
-        self._stuck_since: float | None = None
+        self._stuck = StuckClock(calls.stuck_call_timeout_s)
         #: The call's tool is a workflow tool: its last lines are in its workflow's memo.
         self.workflow_tool = False
         #: A retry of this call reattaches to its task (it carries an idempotency key).
@@ -282,53 +235,11 @@ class CallWait:
             if stopped:
                 await _cancelled(task)
         if stopped:
-            raise self._drained()
+            raise self._answers().drained()
         return task.result()
 
-    def _drained(self) -> MCPError:
-        """The answer of a call the front end stops waiting for: its task goes on.
-
-        Retryable with the call's idempotency key, or when the same call made again
-        attaches to the task (``reattach``); otherwise a retry is a new task, and the
-        body would run twice."""
-        return MCPError(
-            code=SERVER_DRAINING,
-            message=(
-                f"This server is shutting down; task {self.task_id} goes on without this "
-                f"call. For its result, {self._how_to_reach()}"
-            ),
-            data={"taskId": self.task_id, "retryable": self._reattachable or self.attaches_again},
-        )
-
-    def _stuck(self, stuck: Stuck) -> MCPError:
-        """The answer of a call whose task's body kept failing: the task goes on retrying."""
-        return MCPError(
-            code=TASK_STUCK,
-            message=(
-                f"Task {self.task_id} is stuck: {stuck.message}. It keeps retrying, so a fix "
-                f"and a deploy still finish it; for its result, {self._how_to_reach()}"
-            ),
-            data={"taskId": self.task_id, "retryable": self._reattachable or self.attaches_again},
-        )
-
-    def _how_to_reach(self) -> str:
-        if self._reattachable:
-            return "call again with the same Idempotency-Key, or tasks/get it"
-        if self.attaches_again:
-            return "call again with the same arguments (the call attaches to it), or tasks/get it"
-        return f"tasks/get {self.task_id} (calling again starts anew)"
-
-    def _lost(self, err: Exception) -> MCPError:
-        """Temporal refused the wait's read for good (not a blip): the task goes on."""
-        logger.warning("Waiting for task %s failed: %r", self.task_id, err)
-        return MCPError(
-            code=INTERNAL_ERROR,
-            message=(
-                f"Task {self.task_id} goes on, but this server cannot read it from Temporal "
-                f"({type(err).__name__}); read it later with tasks/get {self.task_id}"
-            ),
-            data={"taskId": self.task_id, "retryable": False},
-        )
+    def _answers(self) -> CallAnswers:
+        return CallAnswers(self.task_id, self._reattachable, self.attaches_again)
 
     async def until_answerable(self, run_id: str | None = None) -> GetTaskResult:
         """The task once it ended or asks, relaying what it says meanwhile.
@@ -361,11 +272,11 @@ class CallWait:
                     view = ending.result()
                 except RPCError as err:
                     if not is_transient(err):
-                        raise self._lost(err) from err
-                    await self.guard(asyncio.sleep(TICK_S))
+                        raise self._answers().lost(err) from err
+                    await self.guard(asyncio.sleep(self._calls.tick_s))
                     continue
                 except PayloadDecryptionError as err:
-                    raise self._lost(err) from err
+                    raise self._answers().lost(err) from err
                 if view is not None:
                     break
                 run_id = None  # the window ended, or the run continued as new: the task's latest
@@ -408,7 +319,7 @@ class CallWait:
             and not self._reading
             and not self._leg_here
             and self._following is None
-            and now - self._last_read >= TICK_S
+            and now - self._last_read >= self._calls.tick_s
         )
 
     def read_order(self) -> float:
@@ -437,16 +348,10 @@ class CallWait:
 
     def _until_stuck_too_long(self, read: TaskRead) -> None:
         """End the wait once every read for ``stuck_call_timeout_s`` found the body failing."""
-        if read.stuck is None:
-            self._stuck_since = None
-            return
-        now = self._loop.time()
-        if self._stuck_since is None:
-            self._stuck_since = now
         found = self._found
-        too_long = now - self._stuck_since >= self._calls.stuck_call_timeout_s
-        if too_long and found is not None and not found.done():
-            found.set_exception(self._stuck(read.stuck))
+        if self._stuck.too_long(read.stuck, self._loop.time()) and found and not found.done():
+            assert read.stuck is not None
+            found.set_exception(self._answers().stuck(read.stuck))
 
     async def _hear(self, queue: NewsQueue) -> None:
         while True:
@@ -459,6 +364,8 @@ class CallWait:
                     self._follow()
             elif isinstance(news, LogLine):
                 await self.relay.line(news)
+            elif isinstance(news, LinesDropped):
+                await self.relay.line(news.as_line())
             else:
                 await self.relay.heard(news)
 

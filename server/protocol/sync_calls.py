@@ -65,7 +65,6 @@ from fastmcp_temporal.server.core import metrics
 from fastmcp_temporal.server.core.scope import task_scope
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.protocol import mrtr
-from fastmcp_temporal.server.protocol.call_progress import TICK_S
 from fastmcp_temporal.server.protocol.call_waits import CallWait, WaitingCalls
 from fastmcp_temporal.server.protocol.creation import create_task, declared_capabilities
 from fastmcp_temporal.server.protocol.early_answers import answer_in_s, still_running
@@ -76,6 +75,7 @@ from fastmcp_temporal.server.protocol.sync_questions import ask_live, can_ask_li
 from fastmcp_temporal.server.protocol.temporal_busy import temporal_busy_as_error
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.temporal.workflow_tools import spec_for
+from fastmcp_temporal.timing import TICK_S
 
 logger = logging.getLogger(__name__)
 #: How often a waiting 2025-xx call looks whether its client went away: a model asks
@@ -144,7 +144,7 @@ async def _durably(
                 await mrtr.answer(engine, task_id, context.input_responses, scope=scope)
         else:
             if attach:
-                await waits.given_up(delivery.call_key)
+                await waits.fates.given_up(delivery.call_key)
                 with temporal_busy_as_error("tools/call"):
                     view = await undelivered_task(engine, delivery, scope)
             if view is not None:  # a host gave this call's task up: answer from it
@@ -254,7 +254,7 @@ async def _waited(
             return None
         except BaseException:
             assert wait.task_id is not None
-            with anyio.CancelScope(shield=True), waits.giving_up(delivery.call_key):
+            with anyio.CancelScope(shield=True), waits.fates.giving_up(delivery.call_key):
                 if _compat.peer_cancelled(context):
                     reason = await cancel.reason()
                     try:

@@ -46,11 +46,11 @@ from temporalio.service import RPCError
 from fastmcp_temporal.activities.input_capabilities import undeclared
 from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import GetTaskResult
-from fastmcp_temporal.server.protocol.call_progress import TICK_S
 from fastmcp_temporal.server.protocol.creation import declared_capabilities
 from fastmcp_temporal.server.protocol.live_calls import LiveCalls, QuestionRef, question_round
 from fastmcp_temporal.server.tasks.engine import TaskEngine
 from fastmcp_temporal.server.tasks.task_watch import watch
+from fastmcp_temporal.timing import TICK_S
 
 logger = logging.getLogger(__name__)
 

@@ -49,12 +49,13 @@ from fastmcp_temporal.server.core.codec import PayloadDecryptionError
 from fastmcp_temporal.server.core.wire import TERMINAL_STATUSES, GetTaskResult
 from fastmcp_temporal.server.tasks import poll_interval
 from fastmcp_temporal.server.tasks.engine import TaskEngine, workflow_id_for
+from fastmcp_temporal.timing import TICK_S
 from fastmcp_temporal.workflows.models import TaskView
 
 #: Upper bound of one long poll; the server answers earlier (empty) when its own window ends.
 LONG_POLL_TIMEOUT = timedelta(seconds=70)
 #: The shortest time between two progress reads of a running task (the heartbeat throttle).
-PROGRESS_READ_FLOOR_MS = 1000
+PROGRESS_READ_FLOOR_MS = round(TICK_S * 1000)
 #: Fields that change between reads without the task changing.
 _VOLATILE = {"poll_interval_ms"}
 #: Events after which ``tasks/get`` answers as before: the memo, the close and

@@ -35,12 +35,13 @@ from fastmcp_temporal.server.temporal.remote_plugin import RemoteMcpPlugin
 from fastmcp_temporal.server.temporal.sandbox_errors import explain
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
 from fastmcp_temporal.server.temporal.workflow_tools import workflow_tool_parts
+from fastmcp_temporal.timing import TICK
 
-#: A leg's progress reaches ``tasks/get`` through its heartbeats: at most a second
-#: late. A stopping worker (SIGTERM too, see ``sigterm``) gives running legs two
+#: A leg's progress reaches ``tasks/get`` through its heartbeats: at most a tick
+#: (``timing.TICK``) late. A stopping worker (SIGTERM too, see ``sigterm``) gives running legs two
 #: seconds, then hands them back to Temporal. ``worker_options`` override either.
 DEFAULT_WORKER_OPTIONS: Mapping[str, Any] = {
-    "max_heartbeat_throttle_interval": timedelta(seconds=1),
+    "max_heartbeat_throttle_interval": TICK,
     "graceful_shutdown_timeout": timedelta(seconds=2),
 }
 

@@ -41,6 +41,7 @@ from fastmcp_temporal.server.core.credentials import CredentialPolicy, embedded_
 from fastmcp_temporal.server.core.settings import load_settings
 from fastmcp_temporal.server.core.task_payloads import converter_step, payload_converter_for
 from fastmcp_temporal.server.temporal.versioning import WorkerVersioning
+from fastmcp_temporal.timing import TICK_S
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
 from fastmcp_temporal.workflows.task_workflow import McpTaskWorkflow, McpToolTaskWorkflow
 
@@ -99,7 +100,7 @@ class McpTasksPlugin(SimplePlugin):
         self,
         server: FastMCP,
         *,
-        heartbeat_interval_s: float = 1.0,
+        heartbeat_interval_s: float = TICK_S,
         encryption_key: str | None = None,
         workflows: Sequence[type] = (),
         activities: Sequence[Callable[..., Any]] = (),
