@@ -39,7 +39,6 @@ import argparse
 import asyncio
 import hashlib
 import hmac
-import os
 import statistics
 import sys
 import tempfile
@@ -52,6 +51,7 @@ from typing import Any
 
 import httpx
 from support.measure import cpu_seconds, pct
+from support.report import publish
 from support.session_fleet import (
     HELLO,
     ISSUE_49,
@@ -330,12 +330,4 @@ if __name__ == "__main__":
     parser.add_argument("--before-pings", type=int, default=30, help="per before ping row")
     parser.add_argument("--out", type=Path, help="write the report here (default: stdout)")
     args = parse_args(parser, requests=5, pings=10, rounds=1, logouts=2, out=None)
-    command = " ".join(["bench/session_ids.py", *sys.argv[1:]])
-    load = os.getloadavg()
-    text = (
-        f"Command: `.venv/bin/python {command}`; load average before: "
-        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}\n\n" + asyncio.run(run(args))
-    )
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    print(text)
+    publish("session_ids.py", run(args), args.out)

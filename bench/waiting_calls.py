@@ -51,6 +51,7 @@ import httpx
 from support.mcp_http import McpHttp
 from support.measure import cpu_seconds
 from support.processes import group, wait_for_port
+from support.report import publish
 from support.smoke import parse_args
 from temporalio.client import Client as TemporalClient
 
@@ -422,12 +423,4 @@ if __name__ == "__main__":
         help="the front end's and worker's interpreter (another checkout's venv: a before run)",
     )
     args = parse_args(parser, crowds=[3], body_s=2.0, reports=2, quick=3, beside=3, out=None)
-    command = " ".join(["bench/waiting_calls.py", *sys.argv[1:]])
-    load = os.getloadavg()
-    text = (
-        f"Command: `.venv/bin/python {command}`; load average before: "
-        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}\n\n" + asyncio.run(run(args))
-    )
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    print(text)
+    publish("waiting_calls.py", run(args), args.out)
