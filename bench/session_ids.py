@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from support.measure import cpu_seconds, pct
+from support.measure import cpu_seconds, pct, ratio
 from support.report import publish
 from support.session_fleet import (
     HELLO,
@@ -242,7 +242,7 @@ def report_before(before: Before) -> str:
             for key, count in before.statuses.items()
             if key.rsplit(": ", 1)[0] == row
         )
-        lines.append(f"| {row} | {value:.0f} | {value / base:.2f} | {answered} |")
+        lines.append(f"| {row} | {value:.0f} | {ratio(value, base)} | {answered} |")
     idle = before.latency["idle"]
     lines += [
         "",
@@ -252,7 +252,8 @@ def report_before(before: Before) -> str:
     for row, values in before.latency.items():
         lines.append(
             f"| {row} | {pct(values, 0.5):.2f} | {pct(values, 0.99):.2f} | "
-            f"{pct(values, 0.5) / pct(idle, 0.5):.2f} | {pct(values, 0.99) / pct(idle, 0.99):.2f} |"
+            f"{ratio(pct(values, 0.5), pct(idle, 0.5))} | "
+            f"{ratio(pct(values, 0.99), pct(idle, 0.99))} |"
         )
     return "\n".join(lines)
 
@@ -290,7 +291,8 @@ def report(
             if key.rsplit(": ", 1)[0] == row
         )
         lines.append(
-            f"| {row} | {value:.0f} | {value / base:.2f} | {value / new_base:.2f} | {answered} |"
+            f"| {row} | {value:.0f} | {ratio(value, base)} | {ratio(value, new_base)} "
+            f"| {answered} |"
         )
     idle = latency["idle"]
     lines += [
@@ -303,7 +305,8 @@ def report(
     for row, values in latency.items():
         lines.append(
             f"| {row} | {pct(values, 0.5):.2f} | {pct(values, 0.99):.2f} | "
-            f"{pct(values, 0.5) / pct(idle, 0.5):.2f} | {pct(values, 0.99) / pct(idle, 0.99):.2f} |"
+            f"{ratio(pct(values, 0.5), pct(idle, 0.5))} | "
+            f"{ratio(pct(values, 0.99), pct(idle, 0.99))} |"
         )
     lines += [
         "",

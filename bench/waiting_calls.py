@@ -49,7 +49,7 @@ from typing import Any
 
 import httpx
 from support.mcp_http import McpHttp
-from support.measure import cpu_seconds
+from support.measure import cpu_seconds, ratio
 from support.processes import group, wait_for_port
 from support.report import publish
 from support.smoke import parse_args
@@ -364,7 +364,7 @@ def report(
         at = {v.name: v for v in variants if v.crowd == crowd}
         token, plain, control = at["with a token"], at["without"], at["control"]
         lines.append(
-            f"| {crowd} | {token.cpu['temporal'] / plain.cpu['temporal']:.2f} x | "
+            f"| {crowd} | {ratio(token.cpu['temporal'], plain.cpu['temporal'])} x | "
             f"{q(token.latencies, 0.99) / q(plain.latencies, 0.99):.2f} x | "
             f"{q(token.latencies, 0.99) / q(control.latencies, 0.99):.2f} x |"
         )

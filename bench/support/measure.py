@@ -1,4 +1,4 @@
-"""What the benchmarks read off a run: CPU seconds of a process, percentiles of samples."""
+"""What the benchmarks read off a run: CPU seconds of a process, percentiles, ratios."""
 
 from __future__ import annotations
 
@@ -18,3 +18,12 @@ def pct(samples: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000
+
+
+def ratio(value: float, base: float) -> str:
+    """``value / base`` for a report; a dash when ``base`` is zero.
+
+    CPU seconds come in clock ticks (10 ms here): a short run (``--smoke``) can measure
+    a base of nothing, and a ratio to nothing means nothing.
+    """
+    return f"{value / base:.2f}" if base else "-"
