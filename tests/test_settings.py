@@ -18,7 +18,6 @@ from temporalio.common import VersioningBehavior
 
 from fastmcp_temporal import TemporalTasks, TemporalTasksSettings, WorkerVersioning
 from fastmcp_temporal.server.cli import codec_server
-from fastmcp_temporal.server.core import scope
 from fastmcp_temporal.server.core.codec import codec_from_config
 from fastmcp_temporal.server.core.settings import SettingsError, env_var, load_settings
 from fastmcp_temporal.server.core.settings_reference import settings_reference_markdown
@@ -66,10 +65,10 @@ def test_encryption_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_scope_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert scope.configured_secret(None) is None
+    assert TemporalTasks()._options.scope_key() is None
     monkeypatch.setenv("FASTMCP_TEMPORAL_SCOPE_SECRET", SECRET)
-    assert scope.configured_secret(None) == SECRET.encode()
-    assert scope.configured_secret(OTHER_SECRET) == OTHER_SECRET.encode()
+    assert TemporalTasks()._options.scope_key() == SECRET.encode()
+    assert TemporalTasks(scope_secret=OTHER_SECRET)._options.scope_key() == OTHER_SECRET.encode()
 
 
 def test_payload_store_threshold_and_ceiling(
