@@ -221,7 +221,10 @@ def test_metrics_port_and_a_client_of_ones_own_are_exclusive() -> None:
 
 def test_no_port_means_no_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(metrics.METRICS_PORT_ENV, raising=False)
-    assert metrics.MetricsEndpoint.resolve(None, None) is None
+    assert TemporalTasks()._options.metrics is None
     monkeypatch.setenv(metrics.METRICS_PORT_ENV, "9464")
     monkeypatch.setenv(metrics.METRICS_HOST_ENV, "0.0.0.0")
-    assert metrics.MetricsEndpoint.resolve(None, None) == metrics.MetricsEndpoint("0.0.0.0", 9464)
+    assert TemporalTasks()._options.metrics == metrics.MetricsEndpoint("0.0.0.0", 9464)
+    assert TemporalTasks(metrics_port=9465)._options.metrics == metrics.MetricsEndpoint(
+        "0.0.0.0", 9465
+    )

@@ -200,10 +200,10 @@ def test_a_configured_secret_wins_and_a_short_one_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv(scope.SCOPE_SECRET_ENV, raising=False)
-    assert scope.configured_secret(None) is None
+    assert TemporalTasks()._options.scope_key() is None
     monkeypatch.setenv(scope.SCOPE_SECRET_ENV, OTHER_SECRET)
-    assert scope.configured_secret(None) == OTHER_SECRET.encode()
-    assert scope.configured_secret(SECRET) == SECRET.encode()
+    assert TemporalTasks()._options.scope_key() == OTHER_SECRET.encode()
+    assert TemporalTasks(scope_secret=SECRET)._options.scope_key() == SECRET.encode()
     with pytest.raises(ValueError, match="too short"):
         TemporalTasks(scope_secret="short")
     monkeypatch.setenv(scope.SCOPE_SECRET_ENV, "short")

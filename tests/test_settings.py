@@ -18,14 +18,9 @@ from temporalio.common import VersioningBehavior
 
 from fastmcp_temporal import TemporalTasks, TemporalTasksSettings, WorkerVersioning
 from fastmcp_temporal.server.cli import codec_server
-from fastmcp_temporal.server.core import scope
 from fastmcp_temporal.server.core.codec import codec_from_config
-from fastmcp_temporal.server.core.settings import (
-    SettingsError,
-    env_var,
-    load_settings,
-    settings_reference_markdown,
-)
+from fastmcp_temporal.server.core.settings import SettingsError, env_var, load_settings
+from fastmcp_temporal.server.core.settings_reference import settings_reference_markdown
 from fastmcp_temporal.server.embedded import shared
 from fastmcp_temporal.server.payloads.payload_store import PayloadStoreSettings
 from fastmcp_temporal.testing import session_data_dir
@@ -70,10 +65,10 @@ def test_encryption_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_scope_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert scope.configured_secret(None) is None
+    assert TemporalTasks()._options.scope_key() is None
     monkeypatch.setenv("FASTMCP_TEMPORAL_SCOPE_SECRET", SECRET)
-    assert scope.configured_secret(None) == SECRET.encode()
-    assert scope.configured_secret(OTHER_SECRET) == OTHER_SECRET.encode()
+    assert TemporalTasks()._options.scope_key() == SECRET.encode()
+    assert TemporalTasks(scope_secret=OTHER_SECRET)._options.scope_key() == OTHER_SECRET.encode()
 
 
 def test_payload_store_threshold_and_ceiling(
@@ -105,11 +100,10 @@ def test_embedded_linger(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_query_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert TemporalTasks()._options.query_timeout == timedelta(seconds=2)
+    assert TemporalTasks()._options.query_timeout == 2
     monkeypatch.setenv("FASTMCP_TEMPORAL_QUERY_TIMEOUT", "7.5")
-    assert TemporalTasks()._options.query_timeout == timedelta(seconds=7.5)
-    given = timedelta(seconds=1)
-    assert TemporalTasks(query_timeout=given)._options.query_timeout == given
+    assert TemporalTasks()._options.query_timeout == 7.5
+    assert TemporalTasks(query_timeout=timedelta(seconds=1))._options.query_timeout == 1
 
 
 def test_codec_token(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -202,3 +196,39 @@ def test_no_part_reads_the_environment_by_hand() -> None:
         if re.search(r"os\.environ|getenv\(", line) and allowed.get(where, "\0") not in line
     ]
     assert by_hand == []
+
+
+def test_an_argument_wins_over_its_variable_without_parsing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The model reads a variable only for what no argument gave: a malformed one does
+    not stop a server that does not use it, and where it is used, it is named."""
+    monkeypatch.setenv("FASTMCP_TEMPORAL_HOST_LIMITS", "{not json")
+    monkeypatch.setenv("FASTMCP_TEMPORAL_KEEPALIVE_S", "soon")
+    options = TemporalTasks(host_limits={"cline": 90}, keepalive_s=5)._options
+    assert (options.host_limits, options.keepalive_s) == ({"cline": 90.0}, 5)
+    with pytest.raises(SettingsError) as raised:
+        TemporalTasks()
+    assert sorted(str(raised.value).split("; ")) == [
+        "FASTMCP_TEMPORAL_HOST_LIMITS='{not json': Input should be a valid dictionary",
+        "FASTMCP_TEMPORAL_KEEPALIVE_S='soon': Input should be a valid number, unable to "
+        "parse string as a number",
+    ]
+
+
+def test_a_bad_argument_is_named_as_the_argument() -> None:
+    with pytest.raises(SettingsError, match=r"^ttl_ms=0: Input should be greater than 0$"):
+        TemporalTasks(ttl_ms=0)
+    with pytest.raises(SettingsError, match=r"^api_key: ") as raised:
+        TemporalTasks(api_key=["not", "a", "string"])  # type: ignore[arg-type]
+    assert "not" not in str(raised.value).split(":", 1)[0]
+
+
+def test_a_variable_set_after_the_extension_is_made_counts_when_it_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    extension = TemporalTasks(keepalive_s=4)
+    monkeypatch.setenv("FASTMCP_TEMPORAL_CREDENTIALS_KEY_DIR", str(tmp_path))
+    monkeypatch.setenv("FASTMCP_TEMPORAL_KEEPALIVE_S", "9")
+    started = extension._options.at_start()
+    assert (started.credentials_key_dir, started.keepalive_s) == (tmp_path, 4)

@@ -2,10 +2,10 @@
 
 A page asks for a generated part with a marker line, replaced on every build:
 
-- ``<!-- generated: settings -->``: every ``TemporalTasks`` setting, from the
-  settings model (``settings_reference_markdown()`` of the module that defines
-  ``fastmcp_temporal.TemporalTasksSettings``), or, on a tree without that model,
-  from ``TemporalTasks.__init__``'s signature and docstring;
+- ``<!-- generated: settings -->``: every ``TemporalTasks`` keyword (its variable
+  from the settings model, its default from the signature, its meaning from the
+  docstring), then every variable the settings model reads
+  (``server.core.settings_reference``);
 - ``<!-- generated: cli -->``: ``fastmcp-temporal --help`` and every
   subcommand's help, from the command's own argparse parser, built in process;
 - ``<!-- generated: code-layout -->``: every module of the package with the
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import importlib
 import inspect
 import io
 import os
@@ -79,35 +78,34 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
 
 
 def settings_reference() -> str:
-    """The settings model's own reference, or the fallback until the model exists."""
-    import fastmcp_temporal
+    """Every ``TemporalTasks`` keyword, then every variable: both from the one settings model."""
+    from fastmcp_temporal.server.core.settings_reference import settings_reference_markdown
 
-    render: Callable[[], str] | None = getattr(
-        fastmcp_temporal, "settings_reference_markdown", None
+    return (
+        keyword_reference()
+        + "\n### Environment variables\n\nEvery variable the settings model reads "
+        "(a keyword given to `TemporalTasks(...)` wins over its variable):\n\n"
+        + settings_reference_markdown()
     )
-    model = getattr(fastmcp_temporal, "TemporalTasksSettings", None)
-    if render is None and model is not None:
-        render = importlib.import_module(model.__module__).settings_reference_markdown
-    if render is not None:
-        return render()
-    return settings_from_docstring()
 
 
-def settings_from_docstring() -> str:
-    """One row per ``TemporalTasks`` keyword: its default from the signature, its
-    meaning from the class docstring's ``Args:`` (a shared entry such as
-    ``api_key, tls, profile`` covers each name)."""
+def keyword_reference() -> str:
+    """One row per ``TemporalTasks`` keyword: its variable (from the settings model), its
+    default from the signature, its meaning from the class docstring's ``Args:`` (a
+    shared entry such as ``api_key, tls, profile`` covers each name)."""
     from fastmcp_temporal import TemporalTasks
+    from fastmcp_temporal.server.core.settings import TemporalTasksSettings, env_var
 
     meanings = docstring_args(inspect.getdoc(TemporalTasks) or "")
     parameters = inspect.signature(TemporalTasks.__init__).parameters
-    rows = ["| `TemporalTasks(...)` | default | meaning |", "|---|---|---|"]
+    rows = ["| `TemporalTasks(...)` | variable | default | meaning |", "|---|---|---|---|"]
     for name, parameter in parameters.items():
         if name == "self":
             continue
+        variable = f"`{env_var(name)}`" if name in TemporalTasksSettings.model_fields else "—"
         default = "—" if parameter.default is None else f"`{shown(parameter.default)}`"
         meaning = cell(meanings.get(name, "*(not described in the docstring)*"))
-        rows.append(f"| `{name}` | {default} | {meaning} |")
+        rows.append(f"| `{name}` | {variable} | {default} | {meaning} |")
     return "\n".join(rows) + "\n"
 
 

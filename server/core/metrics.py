@@ -51,7 +51,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from fastmcp_temporal.client_wire import TEMPORAL_UNAVAILABLE
 from fastmcp_temporal.server.core import visibility
-from fastmcp_temporal.server.core.settings import env_var, load_settings
+from fastmcp_temporal.server.core.settings import env_var
 from fastmcp_temporal.workflows.task_metrics import FINISHED_COUNTER, INPUT_REQUIRED_HISTOGRAM
 
 logger = logging.getLogger(__name__)
@@ -96,16 +96,6 @@ class MetricsEndpoint:
 
     host: str
     port: int
-
-    @classmethod
-    def resolve(cls, port: int | None, host: str | None) -> MetricsEndpoint | None:
-        """The arguments, else ``FASTMCP_TEMPORAL_METRICS_PORT``/``_HOST``; no port: off."""
-        settings = load_settings()
-        port = port if port is not None else settings.metrics_port
-        if port is None:
-            return None
-        host = host or settings.metrics_host
-        return cls(host, port)
 
     @property
     def address(self) -> str:

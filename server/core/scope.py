@@ -38,7 +38,7 @@ from fastmcp.server.dependencies import get_access_token
 from mcp.server.auth.provider import AccessToken, principal_components
 
 from fastmcp_temporal.server.core.private_file import read_or_create
-from fastmcp_temporal.server.core.settings import env_var, load_settings
+from fastmcp_temporal.server.core.settings import env_var
 
 logger = logging.getLogger(__name__)
 
@@ -106,16 +106,6 @@ def parse_secret(value: str, *, origin: str) -> bytes:
             'print(secrets.token_urlsafe(32))"'
         )
     return secret
-
-
-def configured_secret(explicit: str | None) -> bytes | None:
-    """The secret from the argument, else from ``FASTMCP_TEMPORAL_SCOPE_SECRET``."""
-    if explicit is not None:
-        return parse_secret(explicit, origin="scope_secret")
-    from_env = load_settings().scope_secret
-    if from_env is not None:
-        return parse_secret(from_env.get_secret_value(), origin=SCOPE_SECRET_ENV)
-    return None
 
 
 def resolve_secret(

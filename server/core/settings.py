@@ -8,10 +8,14 @@ TemporalTasksSettings().data_dir        # $FASTMCP_TEMPORAL_DATA_DIR, else .fast
 
 Each part reads the environment through ``load_settings()`` when it needs a
 value, never at import, so a variable set after ``import fastmcp_temporal``
-(a test's ``monkeypatch``, a launcher) still counts. Arguments win: what
-``TemporalTasks(...)`` or a ``fastmcp-temporal`` option is given overrides the
-variable here, field by field, in the part that takes it. A value that does not
-parse fails at once with the variable's name, not somewhere later.
+(a test's ``monkeypatch``, a launcher) still counts. ``TemporalTasks(...)``'s
+arguments go through this same model (``ExtensionOptions``, in
+``server.extension.options``, adds the arguments that have no variable): a
+value given wins over its variable, which is then not even read, and every
+value is checked once, by its field here. A ``fastmcp-temporal`` option
+overrides its variable in the command that takes it. A value that does not
+validate fails at once with the argument's or the variable's name, not
+somewhere later.
 
 Where Temporal is (``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
 ``TEMPORAL_API_KEY``, TLS, ``temporal.toml`` profiles) is not here:
@@ -21,13 +25,19 @@ Where Temporal is (``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
 
 from __future__ import annotations
 
-import types
+from collections.abc import Collection
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, SecretStr, ValidationError
-from pydantic_core import ErrorDetails
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from fastmcp_temporal.workflows.models import DEFAULT_MAX_PAYLOAD_BYTES
 
@@ -65,6 +75,19 @@ class TemporalTasksSettings(BaseSettings):
         extra="ignore",
         frozen=True,
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Values given to the model (``TemporalTasks``'s arguments), then the environment."""
+        given = init_settings.init_kwargs if isinstance(init_settings, InitSettingsSource) else {}
+        return init_settings, _VariablesNotGiven(settings_cls, given=given)
 
     run_worker: Annotated[
         bool,
@@ -290,6 +313,16 @@ class TemporalTasksSettings(BaseSettings):
             "override it."
         ),
     ] = True
+    max_open_tasks_per_caller: Annotated[
+        int | None,
+        Field(
+            gt=0,
+            description="At most this many open tasks per caller (its principal; anonymous "
+            "callers share one), counted across front ends; over it `tools/call` answers the "
+            "retryable `-32001`. Unset: no limit. `TemporalTasks(max_open_tasks_per_caller=...)` "
+            "overrides it, `ToolOptions(max_open_tasks_per_caller=...)` per tool.",
+        ),
+    ] = None
     metrics_port: Annotated[
         int | None,
         Field(
@@ -327,6 +360,34 @@ class TemporalTasksSettings(BaseSettings):
     ] = None
 
 
+class _VariablesNotGiven(EnvSettingsSource):
+    """The environment, for the fields that have a variable and whose value was not given.
+
+    A given value wins without its variable being parsed (a malformed
+    ``FASTMCP_TEMPORAL_HOST_LIMITS`` does not stop ``TemporalTasks(host_limits=...)``),
+    and a field a subclass adds (``ExtensionOptions``: an argument only) reads none.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], *, given: Collection[str]) -> None:
+        super().__init__(settings_cls)
+        self._read = set(TemporalTasksSettings.model_fields) - set(given)
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        if field_name not in self._read:
+            return None, field_name, False
+        return super().get_field_value(field, field_name)
+
+    def prepare_field_value(
+        self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool
+    ) -> Any:
+        """A JSON variable that does not parse goes to validation as it is, so its error
+        names the variable like any other (pydantic-settings' own names only the field)."""
+        try:
+            return super().prepare_field_value(field_name, field, value, value_is_complex)
+        except ValueError:
+            return value
+
+
 def env_var(field: str) -> str:
     """The environment variable that sets ``field``."""
     alias = TemporalTasksSettings.model_fields[field].validation_alias
@@ -339,7 +400,7 @@ def revealed(secret: SecretStr | None) -> str | None:
 
 
 class SettingsError(ValueError):
-    """An environment variable whose value does not parse; the message names the variable."""
+    """A setting that does not validate; the message names its argument or variable."""
 
 
 def load_settings() -> TemporalTasksSettings:
@@ -347,46 +408,30 @@ def load_settings() -> TemporalTasksSettings:
     try:
         return TemporalTasksSettings()
     except ValidationError as err:
-        raise SettingsError("; ".join(map(_problem, err.errors()))) from None
+        raise SettingsError(problems(err)) from None
 
 
-def _problem(error: ErrorDetails) -> str:
-    """``FASTMCP_TEMPORAL_X='abc': Input should be ...`` (a secret's value is not shown)."""
-    where = str(error["loc"][0]) if error["loc"] else ""
-    field = TemporalTasksSettings.model_fields.get(where)
-    if field is None:  # an aliased field's location is its variable already
-        return f"{where}: {error['msg']}"
-    shown = "" if _type_name(field.annotation).startswith("secret") else f"={error['input']!r}"
-    return f"{env_var(where)}{shown}: {error['msg']}"
+def problems(
+    err: ValidationError,
+    *,
+    model: type[BaseSettings] = TemporalTasksSettings,
+    arguments: Collection[str] = (),
+) -> str:
+    """Each error of ``model`` as ``name='value': what is wrong``: ``name`` is the argument
+    when the value was one of ``arguments``, else its variable; a secret is not shown."""
+    said = []
+    for error in err.errors():
+        where = str(error["loc"][0]) if error["loc"] else ""
+        field = model.model_fields.get(where)
+        if field is None:  # an aliased field's location is its variable already
+            said.append(f"{where}: {error['msg']}")
+            continue
+        has_variable = where in TemporalTasksSettings.model_fields
+        name = env_var(where) if has_variable and where not in arguments else where
+        shown = "" if _is_secret(field.annotation) else f"={error['input']!r}"
+        said.append(f"{name}{shown}: {error['msg']}")
+    return "; ".join(said)
 
 
-def settings_reference_markdown() -> str:
-    """Every setting as a Markdown table: variable, type, default, description."""
-    rows = [
-        "| Environment variable | Type | Default | Description |",
-        "|---|---|---|---|",
-    ]
-    for name, field in TemporalTasksSettings.model_fields.items():
-        default = "unset" if field.default is None else f"`{_shown(field.default)}`"
-        description = (field.description or "").replace("|", "\\|")
-        kind = _type_name(field.annotation)
-        rows.append(f"| `{env_var(name)}` | {kind} | {default} | {description} |")
-    return "\n".join(rows) + "\n"
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
-
-
-def _type_name(annotation: Any) -> str:
-    """``SecretStr | None`` -> ``secret``: the type as an operator writes the value."""
-    if get_origin(annotation) in (Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in get_args(annotation) if a is not type(None))
-    if get_origin(annotation) is Literal:
-        return " or ".join(f"`{value}`" for value in get_args(annotation))
-    if get_origin(annotation) is dict:
-        return "JSON object"
-    names = {bool: "boolean", int: "integer", float: "number", str: "string", Path: "path"}
-    return names.get(annotation, "secret" if annotation is SecretStr else str(annotation))
+def _is_secret(annotation: Any) -> bool:
+    return annotation is SecretStr or SecretStr in get_args(annotation)

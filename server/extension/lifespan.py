@@ -26,6 +26,7 @@ import gc
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from fastmcp import FastMCP
@@ -40,7 +41,7 @@ from fastmcp_temporal.activities.leg_news import LegNews
 from fastmcp_temporal.server.core import metrics, scope
 from fastmcp_temporal.server.core.codec import task_data_converter
 from fastmcp_temporal.server.core.credentials import resolve_policy
-from fastmcp_temporal.server.core.settings import load_settings
+from fastmcp_temporal.server.core.settings import revealed
 from fastmcp_temporal.server.core.task_payloads import with_plugin_payloads
 from fastmcp_temporal.server.embedded.shared import EmbeddedServer
 from fastmcp_temporal.server.extension import startup_line
@@ -198,7 +199,7 @@ async def _open_client(
     """
     payloads = PayloadStoreSettings.resolve(
         options.payload_store,
-        data_dir=options.data_dir or load_settings().data_dir,
+        data_dir=options.data_dir,
         threshold=options.payload_threshold,
         max_payload_bytes=options.max_payload_bytes,
     )
@@ -241,7 +242,7 @@ async def _start_engine(
         client,
         task_queue=task_queue,
         ttl_ms=options.ttl_ms,
-        query_timeout=options.query_timeout,
+        query_timeout=timedelta(seconds=options.query_timeout),
         leg_policy=options.leg_policy,
         max_rounds=options.max_rounds,
         rounds_per_run=options.rounds_per_run,
@@ -252,7 +253,7 @@ async def _start_engine(
         eager_start=eager_start,
         tools=options.tools,
         scope_secret=scope.resolve_secret(
-            options.scope_secret,
+            options.scope_key(),
             embedded_data_dir=Path(live.dev_server.data_dir) if live.dev_server else None,
             warn=not options.worker_only and server.auth is not None,
         ),
@@ -266,9 +267,7 @@ async def _start_engine(
         # An embedded server of this process seals under its own data directory's
         # key; by address, under the directory of an embedded server run elsewhere.
         embedded_data_dir=(
-            Path(live.dev_server.data_dir)
-            if live.dev_server
-            else options.credentials_key_dir or load_settings().credentials_key_dir
+            Path(live.dev_server.data_dir) if live.dev_server else options.credentials_key_dir
         ),
         authenticated=server.auth is not None,
     )
@@ -386,7 +385,9 @@ async def _connect(
         data_dir=options.data_dir,
         start=not options.worker_only,
         ui=options.ui,
-        data_converter=task_data_converter(options.encryption_key, payload_storage=storage),
+        data_converter=task_data_converter(
+            revealed(options.encryption_key), payload_storage=storage
+        ),
         plugins=telemetry.plugins() if options.tracing else (),
         runtime=options.metrics.runtime() if options.metrics else None,
     )

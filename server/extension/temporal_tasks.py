@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from fastmcp.server.extensions import ToolCallContinuation, ToolCallOutcome
 
 
+#: ``TemporalTasks``'s parameters that are live objects (shared, never copied), not options.
+_LIVE = frozenset({"self", "client", "plugins"})
 #: Every ``TemporalTasks`` of the process, weakly (``registered_on``).
 _made: weakref.WeakSet[TemporalTasks] = weakref.WeakSet()
 
@@ -154,7 +156,8 @@ class TemporalTasks(ServerExtension):
             (127.0.0.1); see ``fastmcp_temporal.server.core.metrics``.
         max_open_tasks_per_caller: At most this many open tasks per caller
             (principal; anonymous callers share one), counted across replicas;
-            over it ``tools/call`` answers a retryable ``-32001``. Per tool:
+            over it ``tools/call`` answers a retryable ``-32001`` (default
+            ``FASTMCP_TEMPORAL_MAX_OPEN_TASKS_PER_CALLER``, else none). Per tool:
             ``ToolOptions(max_open_tasks_per_caller=...)``. See
             ``fastmcp_temporal.server.tasks.quota``; idempotency keys:
             ``fastmcp_temporal.server.protocol.idempotency``.
@@ -252,48 +255,11 @@ class TemporalTasks(ServerExtension):
         on_host_timeout: HostTimeout | None = None,
         host_limits: Mapping[str, float] | None = None,
     ) -> None:
-        self._options = ExtensionOptions.resolve(
+        arguments = dict(locals())
+        # Every parameter but the live objects is an option: one model checks them all.
+        self._options = ExtensionOptions.from_arguments(
             client_given=client is not None,
-            address=address,
-            namespace=namespace,
-            api_key=api_key,
-            tls=tls,
-            profile=profile,
-            task_queue=task_queue,
-            ttl_ms=ttl_ms,
-            run_worker=run_worker,
-            tools=tools,
-            tracing=tracing,
-            data_dir=data_dir,
-            ui=ui,
-            query_timeout=query_timeout,
-            leg_policy=leg_policy,
-            max_rounds=max_rounds,
-            rounds_per_run=rounds_per_run,
-            mrtr_first_tools=mrtr_first_tools,
-            mrtr_window=mrtr_window,
-            worker_options=worker_options,
-            remote_servers=remote_servers,
-            versioning=versioning,
-            scope_secret=scope_secret,
-            encryption_key=encryption_key,
-            credentials_key_dir=credentials_key_dir,
-            payload_store=payload_store,
-            payload_threshold=payload_threshold,
-            max_payload_bytes=max_payload_bytes,
-            undeclared_input=undeclared_input,
-            fairness=fairness,
-            metrics_port=metrics_port,
-            metrics_host=metrics_host,
-            max_open_tasks_per_caller=max_open_tasks_per_caller,
-            durable_sync_calls=durable_sync_calls,
-            keepalive_s=keepalive_s,
-            wait_reads_per_second=wait_reads_per_second,
-            drain_grace_s=drain_grace_s,
-            stuck_call_timeout_s=stuck_call_timeout_s,
-            session_max_age_s=session_max_age_s,
-            on_host_timeout=on_host_timeout,
-            host_limits=host_limits,
+            **{name: value for name, value in arguments.items() if name not in _LIVE},
         )
         self._client = client
         self._plugins = tuple(plugins)
@@ -376,6 +342,9 @@ class TemporalTasks(ServerExtension):
     @asynccontextmanager
     async def lifespan(self) -> AsyncGenerator[None, None]:
         """Connect (starting the embedded dev server if needed), run the worker."""
+        # The environment as it is now counts: a launcher may set a variable after
+        # TemporalTasks(...) (the arguments still win).
+        self._options = self._options.at_start()
         try:
             async with running(
                 self.server, self._options, self._live, client=self._client, plugins=self._plugins
