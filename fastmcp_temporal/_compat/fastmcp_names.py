@@ -1,4 +1,4 @@
-"""FastMCP's private names: the caller restored in a leg, validation, mounts, the client, listen.
+"""FastMCP's private names: the caller restored in a leg, mounts, masking, the client, listen.
 
 Every private FastMCP name fastmcp_temporal touches (and the MCP SDK's
 ``auth_context_var``, set beside FastMCP's own caller variables), each with why,
@@ -16,7 +16,6 @@ import fastmcp.server.context as _fastmcp_context
 import fastmcp.server.dependencies as _fastmcp_dependencies
 import mcp_types
 from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
-from fastmcp.tools import function_tool as _function_tool
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -27,8 +26,6 @@ if TYPE_CHECKING:
     from fastmcp import Client, Context, FastMCP
     from fastmcp.client.client import CallToolResult as FastMCPCallToolResult
     from fastmcp.tools.base import Tool
-    from mcp.client.session import ElicitationFnT
-    from pydantic import TypeAdapter
 
 # -- logging/setLevel ---------------------------------------------------------
 
@@ -116,34 +113,6 @@ def is_client_tool_call() -> bool:
     return _fastmcp_is_client_tool_call()
 
 
-# -- argument validation, as the synchronous tools/call does it ----------------
-
-
-_validate_input: Callable[..., Any] | None = getattr(_function_tool, "_validate_input", None)
-
-
-def validate_tool_input(
-    adapter: TypeAdapter[Any], arguments: dict[str, Any], *, strict: bool
-) -> Any:
-    """Validate ``arguments`` as ``FunctionTool`` does, with the server's strictness.
-
-    Why: task creation validates arguments before anything runs, exactly as the
-    synchronous call would, and FastMCP keeps that step (strict validation of JSON
-    data in JSON mode) private as ``function_tool._validate_input``. Delete when
-    ``FunctionTool`` exposes "validate these arguments". Without it: lax validation
-    (exact for a server without ``strict_input_validation``; a strict one's stricter
-    checks apply when the leg runs, a warning says so once).
-    """
-    if _validate_input is None:
-        if strict:
-            _degraded(
-                "function_tool._validate_input",
-                "strict_input_validation applies when a leg runs, not at task creation",
-            )
-        return adapter.validate_python(arguments)
-    return _validate_input(adapter, arguments, strict=True if strict else None)
-
-
 # -- servers, mounts, extensions ------------------------------------------------
 
 
@@ -187,16 +156,6 @@ async def parse_tool_result(
     has no public twin. Delete when FastMCP exposes it.
     """
     return await client._parse_call_tool_result(tool_name, result, raise_on_error=raise_on_error)
-
-
-def client_elicitation_callback(client: Client) -> ElicitationFnT | None:
-    """The SDK-shaped elicitation callback built from ``Client(elicitation_handler=...)``.
-
-    Why: stored only as ``Client._elicitation_callback``; a task waiting for input
-    is answered by the same handler a synchronous call would use. Delete when
-    FastMCP exposes it.
-    """
-    return client._elicitation_callback
 
 
 # -- subscriptions/listen ---------------------------------------------------------
