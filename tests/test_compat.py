@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 import pytest
+from fastmcp.exceptions import ToolError
 from pydantic import ValidationError
 
 from fastmcp_temporal.server.protocol.creation import _probe_for, validate_as_function_tool
@@ -155,3 +156,39 @@ def test_creation_validates_arguments_as_fastmcp_does() -> None:
             ours = outcome(validate_as_function_tool, arguments, strict)
             theirs = outcome(fastmcp_validate, arguments, strict or None)
             assert ours == theirs, (strict, arguments)
+
+
+async def test_names_read_at_use_degrade_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A release without ``_mcp_server``, the provider tool's ``_server`` or the client's
+    ``_parse_call_tool_result`` still serves, and says once what stops working."""
+    from types import SimpleNamespace
+
+    import mcp_types
+    from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
+
+    from fastmcp_temporal import _compat
+    from fastmcp_temporal._compat import degraded
+
+    monkeypatch.setattr(degraded, "_warned", set())
+    without: Any = SimpleNamespace()
+    _compat.serve_listen(without, object())
+    mounted = FastMCPProviderTool(server=None, original_name="inner", name="outer", parameters={})
+    assert _compat.mounted_origin(mounted) is None
+    raw = mcp_types.CallToolResult(content=[], structured_content={"a": 1})
+    parsed = await _compat.parse_tool_result(without, "tool", raw, raise_on_error=True)
+    assert parsed.data == {"a": 1} and parsed.is_error is False
+    failed = mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text="boom")], is_error=True
+    )
+    with pytest.raises(ToolError, match="boom"):
+        await _compat.parse_tool_result(without, "tool", failed, raise_on_error=True)
+    warnings = "\n".join(r.getMessage() for r in caplog.records)
+    for missing, consequence in [
+        ("FastMCP._mcp_server", "subscriptions/listen is not served"),
+        ("FastMCPProviderTool._server", "follow the mounting server's masking"),
+        ("Client._parse_call_tool_result", ".data is the structured content untyped"),
+    ]:
+        assert f"has no {missing}: " in warnings and consequence in warnings, warnings
+    assert len(degraded._warned) == 3
