@@ -53,6 +53,7 @@ from fastmcp_temporal.client_drive import (
     final_result,
     no_elicitation_handler,
     poll_until,
+    session_elicitation,
 )
 from fastmcp_temporal.client_wire import (
     CreatedTask,
@@ -198,12 +199,11 @@ class ToolTask:
         handle was made with ``raise_on_error=False``.
         """
         if self._result is None:
-            callback = _compat.client_elicitation_callback(self._client)
             final = await poll_until(
                 self._client.session,
                 self._task_id,
                 timeout=timeout,
-                elicitation_callback=callback or no_elicitation_handler,
+                elicitation_callback=session_elicitation,
             )
             self._result = await _compat.parse_tool_result(
                 self._client,

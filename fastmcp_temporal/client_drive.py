@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import mcp_types
 from fastmcp.exceptions import ToolError
@@ -127,12 +127,13 @@ async def _answer(
 ) -> None:
     """Answer every input the task asks for, in one update.
 
-    Elicitation goes to ``callback`` (the client's handler the extension was
-    bound to); sampling and roots to the session's own callbacks (a FastMCP
-    ``Client``'s ``sampling_handler`` / ``roots``), as the SDK routes a
-    synchronous ``InputRequiredResult``. A handler that declines (``ErrorData``)
-    raises ``ToolError``: an input response has no error variant on the wire,
-    so the task stays ``input_required`` until it is cancelled or expires.
+    Elicitation goes to ``callback`` (the handler the extension was bound to; with
+    ``session_elicitation``, the session's own); sampling and roots to the
+    session's own callbacks (a FastMCP ``Client``'s ``sampling_handler`` /
+    ``roots``), as the SDK routes a synchronous ``InputRequiredResult``. A handler
+    that declines (``ErrorData``) raises ``ToolError``: an input response has no
+    error variant on the wire, so the task stays ``input_required`` until it is
+    cancelled or expires.
     """
     responses: dict[str, Any] = {}
     for key, payload in (state.input_requests or {}).items():
@@ -143,7 +144,7 @@ async def _answer(
             )
         request = _INPUT_REQUEST.validate_python(payload)
         context = ClientRequestContext(session=session, request_id=f"task-{state.task_id}-{key}")
-        if isinstance(request, mcp_types.ElicitRequest):
+        if isinstance(request, mcp_types.ElicitRequest) and callback is not session_elicitation:
             if callback is no_elicitation_handler:  # as fastmcp-tasks' client half says it
                 raise ToolError(f"Task {state.task_id} {_NO_HANDLER}")
             pending = callback(context, request.params)
@@ -151,6 +152,8 @@ async def _answer(
             pending = session.dispatch_input_request(context, request)
         answer = await asyncio.wait_for(pending, deadline.left(what))
         if isinstance(answer, mcp_types.ErrorData):
+            if callback is session_elicitation and _refused_for_no_handler(answer):
+                raise ToolError(f"Task {state.task_id} {_NO_HANDLER}")
             raise ToolError(f"{method} for task {state.task_id} failed: {answer.message}")
         responses[key] = answer
     await asking_again_while_busy(
@@ -184,3 +187,32 @@ async def no_elicitation_handler(
     another client (or ``ToolTask.answer``) to answer.
     """
     raise ToolError(f"The task {_NO_HANDLER}")
+
+
+async def session_elicitation(
+    context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+    """The session's own elicitation callback: a FastMCP ``Client``'s ``elicitation_handler``.
+
+    Reached through the SDK's public ``ClientSession.dispatch_input_request``, the
+    way FastMCP's ``call_tool`` answers a synchronous ``InputRequiredResult``, so a
+    task's questions are answered by the same handler. A session without one
+    answers as the SDK's default does, which ``_answer`` turns into the
+    no-handler error.
+    """
+    answer = await context.session.dispatch_input_request(
+        context, mcp_types.ElicitRequest(params=params)
+    )
+    return cast("mcp_types.ElicitResult | mcp_types.ErrorData", answer)
+
+
+def _refused_for_no_handler(answer: mcp_types.ErrorData) -> bool:
+    """The SDK's answer for a session without an elicitation callback.
+
+    A FastMCP handler that fails answers ``INTERNAL_ERROR``; only the SDK's
+    default answers ``INVALID_REQUEST`` with this text (what a synchronous call
+    to such a client shows the server). Sampling and roots refusals say otherwise.
+    """
+    return (
+        answer.code == mcp_types.INVALID_REQUEST and answer.message == "Elicitation not supported"
+    )

@@ -40,7 +40,7 @@ EVERY_LINE: dict[str, str] = {
     "test_input_capabilities": "the client's declared capabilities as FastMCP reads them",
     "test_sampling": "sample() through the line's client sampling callback",
     "test_listen": "subscriptions/listen served through _compat.serve_listen",
-    "test_bad_values": "FastMCP's argument validation (_compat.validate_tool_input)",
+    "test_bad_values": "FastMCP's argument validation, as creation repeats it",
     "test_scope": "the caller's identity from FastMCP's auth context "
     "(_compat.restore_request_identity)",
     "test_idempotency": "headers and _meta as FastMCP's request context carries them",
@@ -89,7 +89,7 @@ CORE: dict[str, str] = {
     "test_task_context": "Context in a leg: the caller restored (auth_context_var, "
     "_background_task_headers / _session_id), log levels (4.1), Progress",
     "test_wire::test_strict_input_validation_is_honoured_up_front": "validation at "
-    "creation (function_tool._validate_input)",
+    "creation as FastMCP's own (no private name: its rule, kept by test_compat)",
     "test_wire::test_invalid_arguments_are_an_error_and_start_no_workflow": "the same",
     "test_listen": "subscriptions/listen on FastMCP's low-level server (_mcp_server)",
     "test_workflow_tools::test_a_full_run_with_input_over_http": "workflow._Definition",

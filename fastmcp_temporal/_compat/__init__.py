@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from fastmcp_temporal._compat.fastmcp_names import (
     LOG_LEVEL_PER_SESSION,
-    client_elicitation_callback,
     is_client_tool_call,
     live_session_log_level,
     masks_error_details,
@@ -35,7 +34,6 @@ from fastmcp_temporal._compat.fastmcp_names import (
     restore_request_identity,
     serve_listen,
     session_log_level,
-    validate_tool_input,
 )
 from fastmcp_temporal._compat.mcp_sdk_names import peer_cancelled
 from fastmcp_temporal._compat.temporalio_names import workflow_run_signature
@@ -43,7 +41,6 @@ from fastmcp_temporal._compat.uvicorn_names import shut_down_gracefully, uvicorn
 
 __all__ = [
     "LOG_LEVEL_PER_SESSION",
-    "client_elicitation_callback",
     "is_client_tool_call",
     "live_session_log_level",
     "masks_error_details",
@@ -55,6 +52,5 @@ __all__ = [
     "session_log_level",
     "shut_down_gracefully",
     "uvicorn_server_of",
-    "validate_tool_input",
     "workflow_run_signature",
 ]

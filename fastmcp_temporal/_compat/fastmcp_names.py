@@ -1,4 +1,4 @@
-"""FastMCP's private names: the caller restored in a leg, validation, mounts, the client, listen.
+"""FastMCP's private names: the caller restored in a leg, mounts, masking, the client, listen.
 
 Every private FastMCP name fastmcp_temporal touches (and the MCP SDK's
 ``auth_context_var``, set beside FastMCP's own caller variables), each with why,
@@ -16,7 +16,6 @@ import fastmcp.server.context as _fastmcp_context
 import fastmcp.server.dependencies as _fastmcp_dependencies
 import mcp_types
 from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
-from fastmcp.tools import function_tool as _function_tool
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -27,8 +26,6 @@ if TYPE_CHECKING:
     from fastmcp import Client, Context, FastMCP
     from fastmcp.client.client import CallToolResult as FastMCPCallToolResult
     from fastmcp.tools.base import Tool
-    from mcp.client.session import ElicitationFnT
-    from pydantic import TypeAdapter
 
 # -- logging/setLevel ---------------------------------------------------------
 
@@ -116,34 +113,6 @@ def is_client_tool_call() -> bool:
     return _fastmcp_is_client_tool_call()
 
 
-# -- argument validation, as the synchronous tools/call does it ----------------
-
-
-_validate_input: Callable[..., Any] | None = getattr(_function_tool, "_validate_input", None)
-
-
-def validate_tool_input(
-    adapter: TypeAdapter[Any], arguments: dict[str, Any], *, strict: bool
-) -> Any:
-    """Validate ``arguments`` as ``FunctionTool`` does, with the server's strictness.
-
-    Why: task creation validates arguments before anything runs, exactly as the
-    synchronous call would, and FastMCP keeps that step (strict validation of JSON
-    data in JSON mode) private as ``function_tool._validate_input``. Delete when
-    ``FunctionTool`` exposes "validate these arguments". Without it: lax validation
-    (exact for a server without ``strict_input_validation``; a strict one's stricter
-    checks apply when the leg runs, a warning says so once).
-    """
-    if _validate_input is None:
-        if strict:
-            _degraded(
-                "function_tool._validate_input",
-                "strict_input_validation applies when a leg runs, not at task creation",
-            )
-        return adapter.validate_python(arguments)
-    return _validate_input(adapter, arguments, strict=True if strict else None)
-
-
 # -- servers, mounts, extensions ------------------------------------------------
 
 
@@ -152,11 +121,20 @@ def mounted_origin(tool: Tool) -> tuple[FastMCP, str] | None:
 
     Why: ``FastMCPProviderTool`` keeps both in ``_server`` / ``_original_name``;
     a leg runs the defining server's component with its error-masking policy.
-    Delete when the provider tool exposes them.
+    Delete when the provider tool exposes them. Without ``_server``: the leg runs
+    as the mounting server's (its masking, its name for the tool; a warning says so
+    once).
     """
     if not isinstance(tool, FastMCPProviderTool):
         return None
-    return tool._server, tool._original_name or tool.name
+    server = getattr(tool, "_server", None)
+    if server is None:
+        _degraded(
+            "FastMCPProviderTool._server",
+            "a mounted tool's task errors follow the mounting server's masking and name",
+        )
+        return None
+    return server, getattr(tool, "_original_name", None) or tool.name
 
 
 def masks_error_details(server: FastMCP) -> bool:
@@ -184,19 +162,31 @@ async def parse_tool_result(
 
     Why: ``Client._parse_call_tool_result`` (output schema lookup, structured
     content to ``.data``) is how FastMCP's own task handle finishes a result; it
-    has no public twin. Delete when FastMCP exposes it.
+    has no public twin. Delete when FastMCP exposes it. Without it: ``.data`` is
+    the structured content as sent, not typed by the tool's output schema (a
+    warning says so once); errors raise as they do with it.
     """
-    return await client._parse_call_tool_result(tool_name, result, raise_on_error=raise_on_error)
+    parse = getattr(client, "_parse_call_tool_result", None)
+    if parse is not None:
+        return await parse(tool_name, result, raise_on_error=raise_on_error)
+    _degraded(
+        "Client._parse_call_tool_result",
+        "ToolTask.result()'s .data is the structured content untyped",
+    )
+    from fastmcp.client.client import CallToolResult
+    from fastmcp.exceptions import ToolError
 
-
-def client_elicitation_callback(client: Client) -> ElicitationFnT | None:
-    """The SDK-shaped elicitation callback built from ``Client(elicitation_handler=...)``.
-
-    Why: stored only as ``Client._elicitation_callback``; a task waiting for input
-    is answered by the same handler a synchronous call would use. Delete when
-    FastMCP exposes it.
-    """
-    return client._elicitation_callback
+    if result.is_error and raise_on_error:
+        first = result.content[0] if result.content else None
+        text = first.text if isinstance(first, mcp_types.TextContent) else None
+        raise ToolError(text or f"Tool '{tool_name}' returned an error")
+    return CallToolResult(
+        content=result.content,
+        structured_content=result.structured_content,
+        meta=result.meta,
+        data=None if result.is_error else result.structured_content,
+        is_error=result.is_error,
+    )
 
 
 # -- subscriptions/listen ---------------------------------------------------------
@@ -215,6 +205,8 @@ def client_elicitation_callback(client: Client) -> ElicitationFnT | None:
 # our handler (all four off on that era; other eras are untouched).
 # Delete when FastMCP serves ``subscriptions/listen`` itself with a pluggable
 # handler or lets an extension contribute events (``taskIds``) to its stream.
+# Without ``_mcp_server``: listen is not served (clients poll ``tasks/get``), a
+# warning says so once.
 # Scope: the one server given (its low-level server's handler table and
 # ``get_capabilities``), for that server's life; other servers of the process
 # are untouched.
@@ -222,7 +214,13 @@ def serve_listen(server: FastMCP, handler: Any) -> None:
     """Make ``handler`` the server's ``subscriptions/listen`` handler (for ``taskIds`` only)."""
     from mcp_types import SubscriptionsListenRequestParams
 
-    low_level = server._mcp_server
+    low_level = getattr(server, "_mcp_server", None)
+    if low_level is None:
+        _degraded(
+            "FastMCP._mcp_server",
+            "subscriptions/listen is not served (clients poll tasks/get for task status)",
+        )
+        return
     low_level.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, handler)
     if getattr(low_level, "_fastmcp_temporal_honest_capabilities", False):
         return

@@ -34,7 +34,7 @@ from fastmcp.utilities.types import get_cached_typeadapter
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 from fastmcp_temporal import _compat
 from fastmcp_temporal.activities.tool_leg import registered_component
@@ -67,12 +67,43 @@ def validate_arguments(
         return None
     adapter, signature = _probe_for(component.fn, component.run_in_thread)
     try:
-        validated = _compat.validate_tool_input(adapter, arguments, strict=strict)
+        validated = validate_as_function_tool(adapter, arguments, strict=strict)
     except PydanticValidationError as err:
         raise ValidationError(str(err), log_level=logging.WARNING) from err
     bound = signature.bind_partial(**validated)
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def validate_as_function_tool(
+    adapter: TypeAdapter[Any], arguments: dict[str, Any], *, strict: bool
+) -> Any:
+    """Validate ``arguments`` as ``FunctionTool.run`` does, with the server's strictness.
+
+    FastMCP documents ``strict_input_validation`` as validating tool input
+    strictly against its JSON schema. For JSON data (what a ``tools/call``
+    carries) FastMCP does that in pydantic's strict JSON mode, which accepts the
+    JSON spellings the schema asks for (an enum's value, an ISO datetime) and
+    still rejects lax coercions (``"10"`` for an ``int``); Python objects validate
+    as Python. Lax is pydantic's default (``strict=None``, so strictness a
+    parameter declares still holds). Done here with pydantic's public API rather
+    than through FastMCP's private helper; ``tests/test_compat.py`` checks the two
+    agree on each line.
+    """
+    if not strict or not _is_json_data(arguments):
+        return adapter.validate_python(arguments, strict=True if strict else None)
+    return adapter.validate_json(to_json(arguments), strict=True)
+
+
+def _is_json_data(value: Any) -> bool:
+    """Whether ``value`` is built only from what a JSON parser produces."""
+    if value is None or isinstance(value, str | int | float):
+        return True
+    if isinstance(value, list):
+        return all(_is_json_data(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _is_json_data(item) for key, item in value.items())
+    return False
 
 
 @functools.lru_cache(maxsize=1024)
