@@ -62,7 +62,7 @@ from fastmcp_temporal.server.protocol.idempotency import requested_key
 from fastmcp_temporal.server.protocol.live_calls import LiveCalls
 from fastmcp_temporal.server.protocol.temporal_busy import is_transient
 from fastmcp_temporal.server.tasks.engine import TaskEngine, TaskRead, workflow_id_for
-from fastmcp_temporal.server.tasks.task_records import LegStatus
+from fastmcp_temporal.server.tasks.leg_status import LegStatus
 from fastmcp_temporal.server.tasks.task_watch import ended, watch
 from fastmcp_temporal.timing import TICK_S
 

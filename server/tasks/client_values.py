@@ -11,6 +11,9 @@ let its author fix it: which field, and what is wrong there. Two kinds:
   task's payload cannot be encoded -- found here before anything is started,
   instead of surfacing as an internal error from the encoder.
 
+And ``accepted_answers``: which answers of a ``tasks/update`` are kept, each
+valid for what it answers.
+
 Paths are rendered with JSON escapes, so a bad key is named without being
 repeated (a message holding a lone surrogate could not be sent either).
 """
@@ -21,8 +24,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import ValidationError
+import mcp_types
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
+from temporalio.converter import PayloadConverter
+
+from fastmcp_temporal.server.core.wire import invalid_params
 
 #: Errors named in one message; the rest are counted.
 _SHOWN_ERRORS = 3
@@ -90,3 +97,50 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+#: What an answer to each kind of request a task may ask must validate as.
+_RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
+    "elicitation/create": TypeAdapter(mcp_types.ElicitResult),
+    "sampling/createMessage": TypeAdapter(
+        mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools
+    ),
+    "roots/list": TypeAdapter(mcp_types.ListRootsResult),
+}
+
+
+def accepted_answers(
+    responses: dict[str, Any], outstanding: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """The answers of ``tasks/update`` to keep: those of outstanding requests, each valid
+    for its request's method; an invalid one is ``-32602`` naming it (nothing is kept),
+    an answer to anything else is dropped, as the workflow would drop it."""
+    accepted: dict[str, dict[str, Any]] = {}
+    for key, value in responses.items():
+        request = outstanding.get(key)
+        if request is None:
+            continue
+        adapter = _RESPONSE_FOR_METHOD.get(str(request.get("method")))
+        field = f"inputResponses[{json.dumps(key)}]"
+        if adapter is None or not isinstance(value, dict):
+            raise invalid_params(f"Invalid input response: {field}: expected an object")
+        try:
+            adapter.validate_python(value)
+        except ValidationError as err:
+            problems = validation_problems(err, field)
+            raise invalid_params(f"Invalid input response: {problems}") from None
+        accepted[key] = value
+    return accepted
+
+
+def encoded_size(converter: PayloadConverter, value: Any, client_part: Any, root: str) -> int:
+    """``value``'s encoded size; what the client sent (``client_part``, at ``root``) that
+    cannot be encoded is ``-32602`` naming the field."""
+    try:
+        (payload,) = converter.to_payloads([value])
+    except PydanticSerializationError:
+        problem = unstorable_field(client_part, root)
+        if problem is None:
+            raise  # not the client's value: an internal error
+        raise invalid_params(f"Invalid params: {problem}") from None
+    return payload.ByteSize()

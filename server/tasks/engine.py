@@ -20,7 +20,6 @@ not a worker is up. An expired task is "no such task" to all three methods.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from collections.abc import Mapping, Sequence
@@ -28,10 +27,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import mcp_types
-from pydantic import TypeAdapter
-from pydantic import ValidationError as PydanticValidationError
-from pydantic_core import PydanticSerializationError
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -50,7 +45,8 @@ from fastmcp_temporal.server.core.wire import (
     task_not_found,
 )
 from fastmcp_temporal.server.tasks import poll_interval
-from fastmcp_temporal.server.tasks.client_values import unstorable_field, validation_problems
+from fastmcp_temporal.server.tasks.client_values import accepted_answers, encoded_size
+from fastmcp_temporal.server.tasks.leg_status import LegStatus
 from fastmcp_temporal.server.tasks.pending_input import (
     StaleDescription,
     unapplied,
@@ -60,7 +56,7 @@ from fastmcp_temporal.server.tasks.pending_input import (
 from fastmcp_temporal.server.tasks.quota import CallerQuota
 from fastmcp_temporal.server.tasks.starter import ToolOptions, WorkflowStarter
 from fastmcp_temporal.server.tasks.stuck_bodies import Stuck, StuckBodies
-from fastmcp_temporal.server.tasks.task_records import LegStatus, TaskDescription, TaskRecords
+from fastmcp_temporal.server.tasks.task_records import TaskDescription, TaskRecords
 from fastmcp_temporal.server.tasks.undelivered import HostTimeout, UndeliveredCalls
 from fastmcp_temporal.workflows.models import (
     DEFAULT_MAX_PAYLOAD_BYTES,
@@ -83,13 +79,6 @@ INLINE_LIMIT_BYTES = 1_900_000
 #: Re-reads when the workflow applies a change between ``describe`` and the history read.
 _STALE_RETRIES = 3
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
-_RESPONSE_FOR_METHOD: dict[str, TypeAdapter[Any]] = {
-    "elicitation/create": TypeAdapter(mcp_types.ElicitResult),
-    "sampling/createMessage": TypeAdapter(
-        mcp_types.CreateMessageResult | mcp_types.CreateMessageResultWithTools
-    ),
-    "roots/list": TypeAdapter(mcp_types.ListRootsResult),
-}
 
 
 @dataclass(frozen=True)
@@ -266,7 +255,7 @@ class TaskEngine:
         self, value: TaskStart | InputDelivery, client_part: Any, root: str, what: str
     ) -> None:
         """Refuse input above the ceiling before anything is started or signalled."""
-        size = self._payload_size(value, client_part, root)
+        size = encoded_size(self.client.data_converter.payload_converter, value, client_part, root)
         if size > self.max_payload_bytes:
             raise invalid_params(
                 f"{what} too large for a durable task ({size} bytes; this server's limit is "
@@ -366,21 +355,7 @@ class TaskEngine:
                 description = await self.records.describe(task_id, handle.id)
                 view = await self.records.memo_view(task_id, description)
         outstanding = (view.input_requests or {}) if view.status == "input_required" else {}
-        accepted: dict[str, dict[str, Any]] = {}
-        for key, value in responses.items():
-            request = outstanding.get(key)
-            if request is None:
-                continue
-            adapter = _RESPONSE_FOR_METHOD.get(str(request.get("method")))
-            field = f"inputResponses[{json.dumps(key)}]"
-            if adapter is None or not isinstance(value, dict):
-                raise invalid_params(f"Invalid input response: {field}: expected an object")
-            try:
-                adapter.validate_python(value)
-            except PydanticValidationError as err:
-                problems = validation_problems(err, field)
-                raise invalid_params(f"Invalid input response: {problems}") from None
-            accepted[key] = value
+        accepted = accepted_answers(responses, outstanding)
         if not accepted:
             return
         delivery = InputDelivery(responses=accepted)
@@ -427,17 +402,6 @@ class TaskEngine:
             await until_recorded(self.client, description, cancel=True)
 
     # -- shared ---------------------------------------------------------------
-
-    def _payload_size(self, value: Any, client_part: Any, root: str) -> int:
-        """The encoded size of ``value``; what the client sent that cannot be encoded is -32602."""
-        try:
-            (payload,) = self.client.data_converter.payload_converter.to_payloads([value])
-        except PydanticSerializationError:
-            problem = unstorable_field(client_part, root)
-            if problem is None:
-                raise  # not the client's value: an internal error
-            raise invalid_params(f"Invalid params: {problem}") from None
-        return payload.ByteSize()
 
     def workflow_ids(self, task_id: str, scope: str | None) -> Sequence[str]:
         """Where the task may be: under its keyed scope tag, then the unkeyed one of older tasks."""

@@ -5,8 +5,8 @@ else a ``tasks/get`` may need comes from here: how a closed workflow maps to a
 finished task (completed → its result; failed → the view its failure carries;
 cancelled, terminated and timed out → built from the memo and Temporal's close
 time; a small finished view is in the memo already), what the running leg last
-reported in its heartbeat (or a workflow tool in its memo), and when a finished
-task stops being readable.
+reported in its heartbeat or a workflow tool in its memo (read by ``leg_status``),
+and when a finished task stops being readable.
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastmcp.utilities.tasks import DEFAULT_POLL_INTERVAL
-from google.protobuf.timestamp_pb2 import Timestamp
 from mcp.shared.exceptions import MCPError
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkflowExecutionRequest,
     DescribeWorkflowExecutionResponse,
@@ -37,11 +35,9 @@ from fastmcp_temporal.activities.stored_result import load_stored_result
 from fastmcp_temporal.server.core.codec import UNDECRYPTABLE_ERROR_TYPE, PayloadDecryptionError
 from fastmcp_temporal.server.core.temporal_errors import workflow_not_found
 from fastmcp_temporal.server.core.wire import GetTaskResult, task_not_found
-from fastmcp_temporal.workflows.leg_retry import failure_reason
+from fastmcp_temporal.server.tasks.leg_status import LegStatus, body_status, leg_status, utc
 from fastmcp_temporal.workflows.models import (
-    BODY_PROGRESS_MEMO,
     INPUT_CAPABILITIES_MEMO,
-    ProgressReport,
     TaskView,
 )
 from fastmcp_temporal.workflows.task_workflow import (
@@ -91,75 +87,12 @@ class TaskDescription:
 
     @property
     def start_time(self) -> datetime:
-        return _utc(self.raw.workflow_execution_info.start_time)
+        return utc(self.raw.workflow_execution_info.start_time)
 
     @property
     def close_time(self) -> datetime | None:
         info = self.raw.workflow_execution_info
-        return _utc(info.close_time) if info.HasField("close_time") else None
-
-
-@dataclass(frozen=True)
-class LegStatus:
-    """What the running leg says: its message (the ``statusMessage``), and since when;
-    ``report``: its last progress report, numbers included, when it has one (a leg's
-    heartbeat, a workflow tool's memo)."""
-
-    message: str | None
-    changed_at: datetime | None
-    report: ProgressReport | None = None
-    #: A workflow tool's last few lines, ``(seq, message)``: its reports are numbered.
-    lines: tuple[tuple[int, str], ...] | None = None
-
-
-def _report(progress: Any, total: Any, message: Any) -> ProgressReport | None:
-    """A report as a leg's heartbeat or a workflow tool's memo holds it (``None``: no number)."""
-    numeric = (int, float)
-    if not isinstance(progress, numeric) or isinstance(progress, bool):
-        return None
-    return ProgressReport(
-        progress=progress,
-        total=total if isinstance(total, numeric) and not isinstance(total, bool) else None,
-        message=message if isinstance(message, str) else None,
-    )
-
-
-def _lines(lines: Any) -> tuple[tuple[int, str], ...] | None:
-    """A body memo's ``lines`` (``None`` from a workflow that predates them)."""
-    if not isinstance(lines, list):
-        return None
-    return tuple(
-        (line[0], line[1])
-        for line in lines
-        if isinstance(line, list)
-        and len(line) == 2
-        and isinstance(line[0], int)
-        and isinstance(line[1], str)
-    )
-
-
-def _reported_in(leg: PendingActivityInfo, details: dict[str, Any] | None) -> bool:
-    """Whether the leg's current attempt has reported (a message or a number).
-
-    Temporal carries an attempt's last heartbeat details into the next one, so they
-    are the current attempt's only when they say so (``attempt``); a leg of an older
-    worker, which does not, counts when its message changed after the last failure.
-    """
-    if details is None or (details.get("message") is None and details.get("progress") is None):
-        return False
-    attempt = details.get("attempt")
-    if isinstance(attempt, int):
-        return attempt == leg.attempt
-    changed_at = details.get("message_at")
-    return (
-        isinstance(changed_at, str)
-        and leg.HasField("last_attempt_complete_time")
-        and datetime.fromisoformat(changed_at) > _utc(leg.last_attempt_complete_time)
-    )
-
-
-def _utc(timestamp: Timestamp) -> datetime:
-    return timestamp.ToDatetime(tzinfo=UTC)
+        return utc(info.close_time) if info.HasField("close_time") else None
 
 
 async def describe_raw(
@@ -369,7 +302,7 @@ class TaskRecords:
         (``stuck_bodies`` did), or one more ``describe`` away.
         """
         if description.raw.pending_activities:
-            return await self._leg_progress(description)
+            return await leg_status(self.client, description.raw.pending_activities[0])
         if body is None and description.raw.pending_children:
             child = description.raw.pending_children[0]
             body = await describe_raw(
@@ -377,75 +310,14 @@ class TaskRecords:
             )
         if body is None:
             return None  # no body, or it ended between the two reads
-        return await self._body_progress(body)
+        return await body_status(self.client, body)
 
     async def body_progress(self, workflow_id: str, run_id: str = "") -> LegStatus | None:
         """What a workflow tool's workflow last reported, from its memo (open or closed)."""
         raw = await describe_raw(self.client, workflow_id, run_id, timeout=self.query_timeout)
         if raw is None:
             return None  # it ended between the two reads, or never started
-        return await self._body_progress(raw)
-
-    async def _body_progress(self, body: DescribeWorkflowExecutionResponse) -> LegStatus | None:
-        fields = body.workflow_execution_info.memo.fields
-        if BODY_PROGRESS_MEMO not in fields:
-            return None
-        (progress,) = await self.client.data_converter.decode([fields[BODY_PROGRESS_MEMO]], [dict])
-        if not isinstance(progress, dict):
-            return None
-        message, reported_at = progress.get("message"), progress.get("reported_at")
-        return LegStatus(
-            message if isinstance(message, str) else None,
-            datetime.fromisoformat(reported_at) if isinstance(reported_at, str) else None,
-            _report(progress.get("progress"), progress.get("total"), message),
-            _lines(progress.get("lines")),
-        )
-
-    async def _leg_progress(self, description: TaskDescription) -> LegStatus | None:
-        """The running leg's latest progress message, from its heartbeat details.
-
-        A leg run again after a failure (a lost worker, a raised error) says "Retrying
-        (attempt N): <why>" until that attempt reports: Temporal keeps the last failure
-        on the pending activity for the whole attempt, so it is news only until then.
-        """
-        leg = description.raw.pending_activities[0]
-        retried = leg.attempt > 1 and leg.HasField("last_failure")
-        try:
-            details = await self._heartbeat_details(leg)
-        except PayloadDecryptionError:
-            if not retried:
-                raise
-            details = None  # e.g. a worker without the key: the failure says so
-        if retried and not _reported_in(leg, details):
-            # Decoded: with encryption the message sits in encrypted attributes.
-            try:
-                failure = await self.client.data_converter.decode_failure(leg.last_failure)
-                reason = failure_reason(failure)
-            except PayloadDecryptionError as err:
-                reason = err.message
-            failed_at = (
-                _utc(leg.last_attempt_complete_time)
-                if leg.HasField("last_attempt_complete_time")
-                else None
-            )
-            return LegStatus(f"Retrying (attempt {leg.attempt}): {reason}", failed_at)
-        if details is None:
-            return None
-        message = details.get("message")
-        changed_at = details.get("message_at")  # absent from legs of older workers
-        return LegStatus(
-            message if isinstance(message, str) else None,
-            datetime.fromisoformat(changed_at) if isinstance(changed_at, str) else None,
-            _report(details.get("progress"), details.get("total"), message),
-        )
-
-    async def _heartbeat_details(self, leg: PendingActivityInfo) -> dict[str, Any] | None:
-        if not leg.heartbeat_details.payloads:
-            return None
-        (details,) = await self.client.data_converter.decode(
-            list(leg.heartbeat_details.payloads)[:1], [dict]
-        )
-        return details if isinstance(details, dict) else None
+        return await body_status(self.client, raw)
 
     def unless_expired(self, task_id: str, result: GetTaskResult) -> GetTaskResult:
         """A finished task past its TTL no longer exists for clients.
