@@ -26,7 +26,8 @@ answering input requests with the client's ``elicitation_handler``.
 ``enable_transparent_tasks()`` does the same for every ``Client`` in the
 process, as importing ``fastmcp_tasks`` does on 4.1. How a task is driven to its
 end (polling, answering input, a busy server) is ``client_drive``; the requests
-themselves are ``client_wire``.
+themselves are ``client_wire``; its result, parsed as ``call_tool`` parses one, is
+``client_result``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.session import ElicitationFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from fastmcp_temporal import _compat
 from fastmcp_temporal.client_drive import (
     TERMINAL_STATUSES,
     Deadline,
@@ -55,6 +55,7 @@ from fastmcp_temporal.client_drive import (
     poll_until,
     session_elicitation,
 )
+from fastmcp_temporal.client_result import parse_tool_result
 from fastmcp_temporal.client_wire import (
     CreatedTask,
     TaskState,
@@ -205,7 +206,7 @@ class ToolTask:
                 timeout=timeout,
                 elicitation_callback=session_elicitation,
             )
-            self._result = await _compat.parse_tool_result(
+            self._result = await parse_tool_result(
                 self._client,
                 self._tool_name,
                 final_result(final),

@@ -30,7 +30,7 @@ EVERY_LINE: dict[str, str] = {
     "test_wire": "the SEP-2663 wire as FastMCP's request handling serves it",
     "test_client": "fastmcp_temporal.client on the line's FastMCP Client",
     "test_result_parity": "tool results through the SDK's per-version serializer "
-    "and the line's runner (_compat.parse_tool_result)",
+    "and the line's runner (client_result.parse_tool_result)",
     "test_task_context": "FastMCP's Context inside a task: log levels per line "
     "(_compat.LOG_LEVEL_PER_SESSION), progress routing",
     "test_peer_parity": "what a task tool observes, against the peer where it exists",
@@ -45,7 +45,7 @@ EVERY_LINE: dict[str, str] = {
     "(_compat.restore_request_identity)",
     "test_idempotency": "headers and _meta as FastMCP's request context carries them",
     "test_workflow_tools": "workflow tools' signatures (_compat.workflow_run_signature)",
-    "test_stored_result": "stored results parsed by the client (_compat.parse_tool_result)",
+    "test_stored_result": "stored results parsed by the client (client_result.parse_tool_result)",
     "test_time_to_result": "pollIntervalMs as the line's client follows it",
     "test_metrics": "the MCP request metrics FastMCP's middleware reports",
     "test_remote_mcp": "remote MCP servers through the line's FastMCP Client transports",
@@ -84,7 +84,8 @@ CORE_MARKER = "core"
 #: exercises. Small on purpose (about a minute): it tells early whether a new release
 #: within the bounds still works; the lines above tell the rest.
 CORE: dict[str, str] = {
-    "test_compat": "every name read at load present; their absence survived",
+    "test_compat": "every name read at load present; their absence survived; a result "
+    "parsed as the line's call_tool parses it (no private name: its rules)",
     "test_stock_beside": "Progress per leg, nothing of FastMCP's or uvicorn's reassigned",
     "test_task_context": "Context in a leg: the caller restored (auth_context_var, "
     "_background_task_headers / _session_id), log levels (4.1), Progress",
@@ -93,7 +94,6 @@ CORE: dict[str, str] = {
     "test_wire::test_invalid_arguments_are_an_error_and_start_no_workflow": "the same",
     "test_listen": "subscriptions/listen on FastMCP's low-level server (_mcp_server)",
     "test_workflow_tools::test_a_full_run_with_input_over_http": "workflow._Definition",
-    "test_stored_result": "Client._parse_call_tool_result",
     "test_sync_calls_lifecycle::test_notifications_cancelled_cancels_the_task": "a "
     "client's cancel (ServerSession._request_outbound)",
     "test_sessions::test_the_sdk_client_carries_on_when_its_front_end_is_killed": "the "

@@ -5,19 +5,30 @@ up, not imported: if one moves, ``import fastmcp_temporal`` (and every module of
 the package) still works, and the first use of what it served logs a warning that
 names it and what stops working. Simulated here in a fresh interpreter (so this
 process's FastMCP is untouched) by deleting those names before the import.
+
+Two FastMCP rules this package follows with public pieces instead of a private
+name are compared here with FastMCP's own, case by case, on the installed line:
+argument validation at task creation, and a result parsed as ``call_tool`` does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import enum
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
+import pydantic
 import pytest
+from fastmcp import Client, FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import Middleware
+from fastmcp.tools.base import ToolResult
+from mcp_types import TextContent
 from pydantic import ValidationError
 
 from fastmcp_temporal.server.protocol.creation import _probe_for, validate_as_function_tool
@@ -158,14 +169,13 @@ def test_creation_validates_arguments_as_fastmcp_does() -> None:
             assert ours == theirs, (strict, arguments)
 
 
-async def test_names_read_at_use_degrade_with_a_warning(
+def test_names_read_at_use_degrade_with_a_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A release without ``_mcp_server``, the provider tool's ``_server`` or the client's
-    ``_parse_call_tool_result`` still serves, and says once what stops working."""
+    """A release without ``_mcp_server`` or the provider tool's ``_server`` still serves,
+    and says once what stops working."""
     from types import SimpleNamespace
 
-    import mcp_types
     from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 
     from fastmcp_temporal import _compat
@@ -176,19 +186,156 @@ async def test_names_read_at_use_degrade_with_a_warning(
     _compat.serve_listen(without, object())
     mounted = FastMCPProviderTool(server=None, original_name="inner", name="outer", parameters={})
     assert _compat.mounted_origin(mounted) is None
-    raw = mcp_types.CallToolResult(content=[], structured_content={"a": 1})
-    parsed = await _compat.parse_tool_result(without, "tool", raw, raise_on_error=True)
-    assert parsed.data == {"a": 1} and parsed.is_error is False
-    failed = mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text="boom")], is_error=True
-    )
-    with pytest.raises(ToolError, match="boom"):
-        await _compat.parse_tool_result(without, "tool", failed, raise_on_error=True)
     warnings = "\n".join(r.getMessage() for r in caplog.records)
     for missing, consequence in [
         ("FastMCP._mcp_server", "subscriptions/listen is not served"),
         ("FastMCPProviderTool._server", "follow the mounting server's masking"),
-        ("Client._parse_call_tool_result", ".data is the structured content untyped"),
     ]:
         assert f"has no {missing}: " in warnings and consequence in warnings, warnings
-    assert len(degraded._warned) == 3
+    assert len(degraded._warned) == 2
+
+
+@dataclasses.dataclass
+class _Point:
+    x: int
+    y: int
+
+
+class _Model(pydantic.BaseModel):
+    name: str
+    when: datetime.datetime
+
+
+class _Node(pydantic.BaseModel):
+    name: str
+    children: list[_Node] = []
+
+
+_WHEN = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+
+#: Tool name -> (what it returns, its return annotation, its ``output_schema`` if given).
+_RETURNS: dict[str, tuple[Any, Any, Any]] = {
+    "integer": (3, int, ...),
+    "text": ("text", str, ...),
+    "point": (_Point(1, 2), _Point, ...),
+    "model": (_Model(name="m", when=_WHEN), _Model, ...),
+    "numbers": ([1, 2], list[int], ...),
+    "mapping": ({"a": 1}, dict[str, int], ...),
+    "nothing": (None, None, ...),
+    "tags": ({"b", "a"}, set[str], ...),
+    "maybe_none": (None, int | None, ...),
+    "maybe_int": (4, int | None, ...),
+    "either": ("s", int | str, ...),
+    "nodes": ([_Node(name="a", children=[_Node(name="b")])], list[_Node], ...),  # root $defs
+    "untyped": ({"c": 1}, dict[str, int], None),
+    "plain": ("only content", str, None),
+    "content_only": (ToolResult(content=[TextContent(type="text", text="t")]), ToolResult, ...),
+    "wrapped_by_meta": (
+        ToolResult(structured_content={"result": 5}, meta={"fastmcp": {"wrap_result": True}}),
+        ToolResult,
+        None,
+    ),
+    "wrapped_by_schema": (  # no wrap_result in _meta: the schema's marker alone unwraps
+        ToolResult(structured_content={"result": "2026-01-02T03:04:05Z"}),
+        ToolResult,
+        {
+            "type": "object",
+            "properties": {"result": {"type": "string", "format": "date-time"}},
+            "required": ["result"],
+            "x-fastmcp-wrap-result": True,
+        },
+    ),
+    # Valid JSON Schema (the SDK's check passes) that the content fails as a type: no .data.
+    "undecodable": (
+        ToolResult(structured_content={"when": "not a date"}),
+        ToolResult,
+        {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}},
+    ),
+}
+
+
+def _returning(value: Any, annotation: Any) -> Callable[[], Any]:
+    """A tool without arguments that returns ``value``, annotated ``-> annotation``."""
+
+    def tool() -> Any:
+        return value
+
+    tool.__annotations__ = {"return": annotation}
+    return tool
+
+
+def _parity_server() -> tuple[FastMCP, list[str]]:
+    """The tools of ``_RETURNS`` and one that fails; the ``tools/list`` requests it answers."""
+    mcp = FastMCP("parse-parity")
+    listings: list[str] = []
+
+    class CountListings(Middleware):
+        async def on_list_tools(self, context: Any, call_next: Any) -> Any:
+            listings.append("tools/list")
+            return await call_next(context)
+
+    mcp.add_middleware(CountListings())
+    for name, (value, annotation, schema) in _RETURNS.items():
+        options = {} if schema is ... else {"output_schema": schema}
+        mcp.tool(_returning(value, annotation), name=name, **options)
+
+    @mcp.tool
+    def broken() -> int:
+        raise ToolError("it broke")
+
+    return mcp, listings
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with each object's type name beside its fields (each parse makes its types)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return (type(value).__name__, fields)
+    if isinstance(value, pydantic.BaseModel):
+        return (type(value).__name__, {k: _plain(v) for k, v in value})
+    if isinstance(value, dict):
+        return ("dict", {k: _plain(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_plain(v) for v in value]
+        return (
+            type(value).__name__,
+            sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items,
+        )
+    return (type(value).__name__, value)
+
+
+async def test_a_result_is_parsed_as_fastmcp_call_tool_parses_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``client_result.parse_tool_result`` (public pieces) equals FastMCP's own ``call_tool``.
+
+    Case by case on the installed line: the raw result a synchronous call gets
+    (``call_tool_mcp``), parsed by ours, against ``client.call_tool`` of the same
+    tool -- ``.data`` (typed: dataclasses, models, sets, datetimes, optionals,
+    wrapped values; ``None`` where no type validates), ``.structured_content``,
+    ``.content``, ``.meta``, ``.is_error``, and the ``ToolError`` of a failed
+    tool. Ours lists tools once for the session.
+    """
+    from fastmcp_temporal.client_result import parse_tool_result
+
+    mcp, listings = _parity_server()
+    async with Client(mcp) as theirs, Client(mcp) as ours:
+        for name in [*_RETURNS, "broken"]:
+            expected = await theirs.call_tool(name, {}, raise_on_error=False)
+            raw = await ours.call_tool_mcp(name, {})
+            listings.clear()
+            parsed = await parse_tool_result(ours, name, raw, raise_on_error=False)
+            assert _plain(parsed.data) == _plain(expected.data), name
+            assert parsed.structured_content == expected.structured_content, name
+            assert parsed.content == expected.content, name
+            assert parsed.meta == expected.meta, name
+            assert parsed.is_error is expected.is_error, name
+            assert listings == (["tools/list"] if name == "integer" else []), name
+        with pytest.raises(ToolError) as fastmcp_error:
+            await theirs.call_tool("broken", {})
+        with pytest.raises(ToolError) as our_error:
+            await parse_tool_result(ours, "broken", raw, raise_on_error=True)
+        assert str(our_error.value) == str(fastmcp_error.value) == "it broke"
+    assert expected.is_error
+    logged = [r.getMessage() for r in caplog.records if r.name == "fastmcp_temporal.client_result"]
+    assert len(logged) == 1 and "Error parsing structured content" in logged[0]  # "undecodable"

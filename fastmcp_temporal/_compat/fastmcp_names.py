@@ -1,4 +1,4 @@
-"""FastMCP's private names: the caller restored in a leg, mounts, masking, the client, listen.
+"""FastMCP's private names: the caller restored in a leg, mounts, masking, listen.
 
 Every private FastMCP name fastmcp_temporal touches (and the MCP SDK's
 ``auth_context_var``, set beside FastMCP's own caller variables), each with why,
@@ -23,8 +23,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from fastmcp_temporal._compat.degraded import _degraded
 
 if TYPE_CHECKING:
-    from fastmcp import Client, Context, FastMCP
-    from fastmcp.client.client import CallToolResult as FastMCPCallToolResult
+    from fastmcp import Context, FastMCP
     from fastmcp.tools.base import Tool
 
 # -- logging/setLevel ---------------------------------------------------------
@@ -150,43 +149,6 @@ def masks_error_details(server: FastMCP) -> bool:
 
         return bool(fastmcp.settings.mask_error_details)
     return bool(masks)
-
-
-# -- the client helper -------------------------------------------------------------
-
-
-async def parse_tool_result(
-    client: Client, tool_name: str, result: mcp_types.CallToolResult, *, raise_on_error: bool
-) -> FastMCPCallToolResult:
-    """A raw ``CallToolResult`` as ``client.call_tool`` returns it (``.data`` typed).
-
-    Why: ``Client._parse_call_tool_result`` (output schema lookup, structured
-    content to ``.data``) is how FastMCP's own task handle finishes a result; it
-    has no public twin. Delete when FastMCP exposes it. Without it: ``.data`` is
-    the structured content as sent, not typed by the tool's output schema (a
-    warning says so once); errors raise as they do with it.
-    """
-    parse = getattr(client, "_parse_call_tool_result", None)
-    if parse is not None:
-        return await parse(tool_name, result, raise_on_error=raise_on_error)
-    _degraded(
-        "Client._parse_call_tool_result",
-        "ToolTask.result()'s .data is the structured content untyped",
-    )
-    from fastmcp.client.client import CallToolResult
-    from fastmcp.exceptions import ToolError
-
-    if result.is_error and raise_on_error:
-        first = result.content[0] if result.content else None
-        text = first.text if isinstance(first, mcp_types.TextContent) else None
-        raise ToolError(text or f"Tool '{tool_name}' returned an error")
-    return CallToolResult(
-        content=result.content,
-        structured_content=result.structured_content,
-        meta=result.meta,
-        data=None if result.is_error else result.structured_content,
-        is_error=result.is_error,
-    )
 
 
 # -- subscriptions/listen ---------------------------------------------------------
