@@ -172,21 +172,20 @@ async def waiting_by_partition(client: Client, task_queue: str) -> dict[str, dic
     """Per task type, how many tasks of ``task_queue`` wait on each partition that has any.
 
     Temporal writes a new task to a random one of the queue's write partitions,
-    and never moves one from the first partition to another, so tasks waiting on
-    a later partition mean the queue's writes are spread. The first partition is
-    read first, the later ones only when it has tasks waiting: a quiet queue
-    costs one read per type.
+    so tasks waiting on a partition but the first mean the queue's writes are
+    spread. Every probed partition is read, the first too: with four, all of a
+    small backlog misses the first one often enough (16 tasks: about one time in a
+    hundred) that reading the others only when the first has some would miss it.
     """
     found: dict[str, dict[int, int]] = {}
+    partitions = {0: task_queue} | {n: f"/_sys/{task_queue}/{n}" for n in PROBED_PARTITIONS}
     for name, task_type in _TASK_TYPES.items():
-        first = await _backlog(client, task_queue, task_type)
-        if first == 0:
-            continue
-        counts = {0: first}
-        for n in PROBED_PARTITIONS:
-            if waiting := await _backlog(client, f"/_sys/{task_queue}/{n}", task_type):
+        counts: dict[int, int] = {}
+        for n, partition in partitions.items():
+            if waiting := await _backlog(client, partition, task_type):
                 counts[n] = waiting
-        found[name] = counts
+        if counts:
+            found[name] = counts
     return found
 
 
