@@ -6,7 +6,7 @@ typed by the tool's output schema. FastMCP does that in a private parser that
 reads the output schemas the MCP SDK's session caches privately; this module
 does the same with FastMCP's public ``Client.list_tools()`` and its public
 ``json_schema_to_type_adapter``, rule for rule as ``client/mixins/tools.py``
-of the installed FastMCP (4.1 and 4.2 differ in one, ``_result_schema``).
+of the installed FastMCP (4.1.4 and later releases differ in one, ``_result_schema``).
 """
 
 from __future__ import annotations
@@ -50,18 +50,20 @@ async def output_schema(client: Client, name: str) -> dict[str, Any] | None:
     return known.get(name)
 
 
-#: Whether the installed FastMCP keeps a wrapped schema's root definitions (4.2+).
-#: ``client.call_tool`` on the installed line is the reference, so its rule is followed.
-_KEEPS_ROOT_DEFS = tuple(int(n) for n in re.findall(r"\d+", fastmcp.__version__)[:2]) >= (4, 2)
+#: Whether the installed FastMCP keeps a wrapped schema's root definitions: 4.1.6 and
+#: later, 4.2 too (4.1.4 does not; 4.1.5 was not published where we check). What
+#: ``client.call_tool`` of the installed release does is the reference, so its rule is
+#: followed; ``tests/test_compat.py`` compares the two on every line CI runs.
+_KEEPS_ROOT_DEFS = tuple(int(n) for n in re.findall(r"\d+", fastmcp.__version__)[:3]) >= (4, 1, 6)
 
 
 def _result_schema(schema: dict[str, Any]) -> Any:
     """A wrapped schema narrowed to ``properties.result``, as the installed FastMCP does.
 
     The server leaves ``$defs`` (draft-07: ``definitions``) at the root, beside
-    ``properties.result``. FastMCP 4.2 carries them over; 4.1 drops them, so a
+    ``properties.result``. FastMCP 4.1.6+ carries them over; 4.1.4 drops them, so a
     local ``$ref`` (a recursive type in a list, say) resolves to nothing and
-    ``.data`` holds plain dicts there -- as 4.1's own ``call_tool`` gives.
+    ``.data`` holds plain dicts there -- as 4.1.4's own ``call_tool`` gives.
     """
     if not _KEEPS_ROOT_DEFS:
         return schema.get("properties", {}).get("result", schema)
