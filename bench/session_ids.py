@@ -243,19 +243,23 @@ def report_before(before: Before) -> str:
             if key.rsplit(": ", 1)[0] == row
         )
         lines.append(f"| {row} | {value:.0f} | {ratio(value, base)} | {answered} |")
-    idle = before.latency["idle"]
     lines += [
         "",
         "| another caller's ping, while | p50 (ms) | p99 (ms) | p50 x idle | p99 x idle |",
     ]
     lines.append("|---|---|---|---|---|")
-    for row, values in before.latency.items():
-        lines.append(
-            f"| {row} | {pct(values, 0.5):.2f} | {pct(values, 0.99):.2f} | "
-            f"{ratio(pct(values, 0.5), pct(idle, 0.5))} | "
-            f"{ratio(pct(values, 0.99), pct(idle, 0.99))} |"
-        )
+    lines += latency_rows(before.latency)
     return "\n".join(lines)
+
+
+def latency_rows(latency: dict[str, list[float]]) -> list[str]:
+    """One table row per ``latency`` row: p50, p99, and each against the ``idle`` row's."""
+    idle = latency["idle"]
+    return [
+        f"| {row} | {pct(values, 0.5):.2f} | {pct(values, 0.99):.2f} | "
+        f"{ratio(pct(values, 0.5), pct(idle, 0.5))} | {ratio(pct(values, 0.99), pct(idle, 0.99))} |"
+        for row, values in latency.items()
+    ]
 
 
 async def logout_latency(wire: Wire, a: str, b: str) -> float:
@@ -294,7 +298,6 @@ def report(
             f"| {row} | {value:.0f} | {ratio(value, base)} | {ratio(value, new_base)} "
             f"| {answered} |"
         )
-    idle = latency["idle"]
     lines += [
         "",
         "## Another caller's ping on B (all rounds)",
@@ -302,12 +305,7 @@ def report(
         "| while | p50 (ms) | p99 (ms) | p50 x idle | p99 x idle |",
         "|---|---|---|---|---|",
     ]
-    for row, values in latency.items():
-        lines.append(
-            f"| {row} | {pct(values, 0.5):.2f} | {pct(values, 0.99):.2f} | "
-            f"{ratio(pct(values, 0.5), pct(idle, 0.5))} | "
-            f"{ratio(pct(values, 0.99), pct(idle, 0.99))} |"
-        )
+    lines += latency_rows(latency)
     lines += [
         "",
         "## DELETE on A until B refuses the id",

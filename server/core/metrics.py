@@ -50,7 +50,7 @@ from temporalio.common import MetricMeter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from fastmcp_temporal.client_wire import TEMPORAL_UNAVAILABLE
-from fastmcp_temporal.server.core import visibility
+from fastmcp_temporal.server.core import background, visibility
 from fastmcp_temporal.server.core.settings import env_var
 from fastmcp_temporal.workflows.task_metrics import FINISHED_COUNTER, INPUT_REQUIRED_HISTOGRAM
 
@@ -236,13 +236,8 @@ async def recording(
             yield
             return
         interval_s = interval_s or OPEN_TASKS_INTERVAL_S
-        task = asyncio.create_task(_count_open_tasks(client, task_queue, interval_s))
-        try:
+        async with background.running(_count_open_tasks(client, task_queue, interval_s)):
             yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 async def _count_open_tasks(client: Client, task_queue: str, interval_s: float) -> None:

@@ -46,6 +46,13 @@ from fastmcp_temporal.workflows.models import LegPolicy
 
 DEFAULT_TTL_MS = 900_000
 DEFAULT_TASK_QUEUE = "mcp-tasks"
+#: Arguments a connected ``client`` makes meaningless, and why.
+_CLIENT_DECIDES = {
+    "metrics_port": "a client's Temporal runtime decides its metrics (connect it with "
+    "runtime=Runtime(telemetry=...PrometheusConfig))",
+    "encryption_key": "a client's data converter decides its encryption (build it with "
+    "task_data_converter(key))",
+}
 
 
 class ExtensionOptions(TemporalTasksSettings):
@@ -102,18 +109,9 @@ class ExtensionOptions(TemporalTasksSettings):
         A ``SettingsError`` (a ``ValueError``) names each bad argument or variable.
         """
         given = {name: value for name, value in arguments.items() if value is not None}
-        for exclusive in ("metrics_port", "encryption_key"):
+        for exclusive, why in _CLIENT_DECIDES.items():
             if client_given and exclusive in given:
-                raise ValueError(
-                    f"Pass {exclusive} or client, not both: a client's own "
-                    + (
-                        "Temporal runtime decides its metrics (connect it with "
-                        "runtime=Runtime(telemetry=...PrometheusConfig))"
-                        if exclusive == "metrics_port"
-                        else "data converter decides its encryption (build it with "
-                        "task_data_converter(key))"
-                    )
-                )
+                raise ValueError(f"Pass {exclusive} or client, not both: {why}")
         try:
             options = cls(**given)
         except ValidationError as err:

@@ -28,6 +28,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.converter import ExternalStorage
 
+from fastmcp_temporal.server.core import background
 from fastmcp_temporal.server.payloads.payload_store import (
     UNSCOPED,
     PayloadStoreSettings,
@@ -88,13 +89,8 @@ class DiskPayloadSweeper:
                     logger.warning("payload sweep failed; retrying later", exc_info=True)
                 await asyncio.sleep(interval.total_seconds())
 
-        task = asyncio.create_task(forever())
-        try:
+        async with background.running(forever()):
             yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 @contextlib.asynccontextmanager

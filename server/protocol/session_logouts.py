@@ -39,6 +39,8 @@ from datetime import UTC, datetime, timedelta
 from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from fastmcp_temporal.server.core import background
+
 logger = logging.getLogger(__name__)
 
 #: The workflow type of a logout: no worker registers it, none ever runs it.
@@ -93,19 +95,11 @@ class SharedLogouts:
     async def running(self, client: Client) -> AsyncIterator[None]:
         """While inside: logouts here are told through ``client``, the others' heard."""
         self._queue = asyncio.Queue(QUEUED_MAX)
-        loops = [
-            asyncio.create_task(self._tell(client, self._queue)),
-            asyncio.create_task(self._listen(client)),
-        ]
         try:
-            yield
+            async with background.running(self._tell(client, self._queue), self._listen(client)):
+                yield
         finally:
             self._queue = None
-            for loop in loops:
-                loop.cancel()
-            for loop in loops:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await loop
 
     async def _tell(self, client: Client, queue: asyncio.Queue[tuple[bytes, float]]) -> None:
         while True:

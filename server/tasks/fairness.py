@@ -53,6 +53,7 @@ from temporalio.client import Client
 from temporalio.common import Priority
 from temporalio.service import RPCError, RPCStatusCode
 
+from fastmcp_temporal.server.core import background
 from fastmcp_temporal.server.core.scope import scope_tag
 from fastmcp_temporal.server.core.settings import env_var, load_settings
 from fastmcp_temporal.workflows.models import CallerSnapshot
@@ -196,14 +197,10 @@ async def partition_watch(
     """While inside: warn once if Temporal spreads any of ``task_queues`` over partitions
     (looked at every ``interval_s``, default ``PARTITION_CHECK_S``)."""
     queues = sorted(set(task_queues))
-    interval_s = interval_s or PARTITION_CHECK_S
-    watch = asyncio.create_task(_watch_partitions(client, queues, interval_s))
-    try:
+    async with background.running(
+        _watch_partitions(client, queues, interval_s or PARTITION_CHECK_S)
+    ):
         yield
-    finally:
-        watch.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watch
 
 
 async def _watch_partitions(client: Client, task_queues: list[str], interval_s: float) -> None:
